@@ -1,0 +1,166 @@
+// Package cache holds the per-layer attention memory of a sequence: plain KV
+// caches that grow with the context and rotating ones that keep a sliding
+// window, behind one interface with Trim for speculative rollback.
+package cache
+
+import (
+	"fmt"
+
+	"hearth/engine/tensor"
+)
+
+// Layer is one layer's key/value memory on a backend.
+type Layer interface {
+	// Update records, into g, the write of k and v ([n, kvHeads, headDim],
+	// the new tokens) after the tokens already held, and returns what the
+	// attention op reads. The length grows at record time: if the graph
+	// is not run, Trim the n tokens back off.
+	Update(g *tensor.Graph, k, v tensor.T) (View, error)
+	// Len is the number of tokens held.
+	Len() int
+	// Trim drops the last n tokens and returns how many it dropped (a
+	// rotating cache can only drop what it has not overwritten).
+	Trim(n int) int
+	// Free releases the backend buffers.
+	Free()
+}
+
+// View is what one attention op reads: the key and value buffers and the
+// positions they hold. Window and Scale are left to the model.
+type View struct {
+	K, V     tensor.T
+	QueryPos int // position of the first new token
+	KeyLen   int // tokens held after the update
+	Ring     int // rows of a rotating buffer; 0 for a plain one
+}
+
+// Spec fills the cache's part of an attention spec.
+func (v View) Spec(s tensor.AttnSpec) tensor.AttnSpec {
+	s.QueryPos, s.KeyLen, s.Ring = v.QueryPos, v.KeyLen, v.Ring
+	return s
+}
+
+// KV is a plain cache: token p lives in row p, up to a fixed capacity.
+type KV struct {
+	b      tensor.Backend
+	k, v   tensor.T
+	length int
+	rows   int
+}
+
+// NewKV allocates a plain cache for capTokens tokens.
+func NewKV(b tensor.Backend, capTokens, kvHeads, headDim int) (*KV, error) {
+	k, err := b.Alloc([]int{capTokens, kvHeads, headDim})
+	if err != nil {
+		return nil, err
+	}
+	v, err := b.Alloc([]int{capTokens, kvHeads, headDim})
+	if err != nil {
+		b.Free(k)
+		return nil, err
+	}
+	return &KV{b: b, k: k, v: v, rows: capTokens}, nil
+}
+
+// Update appends k and v.
+func (c *KV) Update(g *tensor.Graph, k, v tensor.T) (View, error) {
+	n := g.Shape(k)[0]
+	if c.length+n > c.rows {
+		return View{}, fmt.Errorf("kv cache full: %d tokens held, %d more, capacity %d", c.length, n, c.rows)
+	}
+	kb := g.Store(c.k, k, c.length)
+	vb := g.Store(c.v, v, c.length)
+	view := View{K: kb, V: vb, QueryPos: c.length, KeyLen: c.length + n}
+	c.length += n
+	return view, nil
+}
+
+// Len is the number of tokens held.
+func (c *KV) Len() int { return c.length }
+
+// Trim drops the last n tokens.
+func (c *KV) Trim(n int) int {
+	n = min(n, c.length)
+	c.length -= n
+	return n
+}
+
+// Free releases the buffers.
+func (c *KV) Free() { c.b.Free(c.k); c.b.Free(c.v) }
+
+// Rotating keeps the last Window tokens of a sliding-window layer in a ring
+// of Window+Chunk rows, so a chunk of up to Chunk new tokens never
+// overwrites a key that a query of the same chunk still needs.
+type Rotating struct {
+	b             tensor.Backend
+	k, v          tensor.T
+	length        int
+	window, chunk int
+	// oldest position still intact: writes past it recycle rows
+	floor int
+}
+
+// NewRotating allocates a rotating cache.
+func NewRotating(b tensor.Backend, window, chunk, kvHeads, headDim int) (*Rotating, error) {
+	if window <= 0 || chunk <= 0 {
+		return nil, fmt.Errorf("rotating cache: window %d and chunk %d must be positive", window, chunk)
+	}
+	rows := window + chunk
+	k, err := b.Alloc([]int{rows, kvHeads, headDim})
+	if err != nil {
+		return nil, err
+	}
+	v, err := b.Alloc([]int{rows, kvHeads, headDim})
+	if err != nil {
+		b.Free(k)
+		return nil, err
+	}
+	return &Rotating{b: b, k: k, v: v, window: window, chunk: chunk}, nil
+}
+
+func (c *Rotating) rows() int { return c.window + c.chunk }
+
+// Update writes k and v at ring rows (position mod rows); a chunk that wraps
+// is written in two pieces.
+func (c *Rotating) Update(g *tensor.Graph, k, v tensor.T) (View, error) {
+	n := g.Shape(k)[0]
+	if n > c.chunk {
+		return View{}, fmt.Errorf("rotating cache: %d new tokens in one step, at most %d", n, c.chunk)
+	}
+	rows := c.rows()
+	kb, vb := c.k, c.v
+	for done := 0; done < n; {
+		row := (c.length + done) % rows
+		m := min(n-done, rows-row)
+		kp, vp := k, v
+		if m != n {
+			kp, vp = g.Slice(k, 0, done, done+m), g.Slice(v, 0, done, done+m)
+		}
+		kb = g.Store(c.k, kp, row)
+		vb = g.Store(c.v, vp, row)
+		done += m
+	}
+	view := View{K: kb, V: vb, QueryPos: c.length, KeyLen: c.length + n, Ring: rows}
+	c.length += n
+	c.floor = max(c.floor, c.length-rows)
+	return view, nil
+}
+
+// Len is the number of tokens seen (not all are still held).
+func (c *Rotating) Len() int { return c.length }
+
+// Trim drops the last n tokens, as far as the window stays intact.
+func (c *Rotating) Trim(n int) int {
+	// After trimming to length L, positions [L-window, L) must still be in
+	// the ring; positions below floor have been overwritten.
+	most := c.length
+	if c.floor > 0 {
+		most = max(0, c.length-c.floor-c.window)
+	}
+	n = min(n, most)
+	c.length -= n
+	return n
+}
+
+// Free releases the buffers.
+func (c *Rotating) Free() { c.b.Free(c.k); c.b.Free(c.v) }

@@ -1,0 +1,116 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func load(t *testing.T, name string) *Config {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("testdata", "configs", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Parse(raw, nil)
+	if err != nil {
+		t.Fatalf("Parse(%s): %v", name, err)
+	}
+	return c
+}
+
+func TestParseRealConfigs(t *testing.T) {
+	tests := []struct {
+		file                     string
+		modelType, textType      string
+		headDim, kvHeads, window int
+		ropeType                 string
+		theta, factor            float64
+		tie                      bool
+		eos                      []int
+		firstLayer, lastLayer    string
+		quantized                bool
+	}{
+		{"llama-3.2-1b.json", "llama", "llama", 64, 8, 0, "llama3", 500000, 32, true, []int{128001, 128008, 128009}, Full, Full, false},
+		{"qwen2.5-0.5b-instruct-4bit.json", "qwen2", "qwen2", 64, 2, 0, "default", 1e6, 1, true, []int{151645}, Full, Full, true},
+		{"qwen3-0.6b.json", "qwen3", "qwen3", 128, 8, 0, "default", 1e6, 1, true, []int{151645}, Full, Full, false},
+		{"mistral-7b-v0.1.json", "mistral", "mistral", 128, 8, 4096, "default", 10000, 1, false, []int{2}, Sliding, Sliding, false},
+		{"gemma-3-4b-it.json", "gemma3", "gemma3_text", 256, 4, 1024, "linear", 10000, 8, false, []int{1, 106}, Sliding, Sliding, false},
+		{"transformers5-llama.json", "llama", "llama", 16, 2, 6, "llama3", 10000, 8, false, nil, Full, Sliding, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			c := load(t, tt.file)
+			got := []any{c.ModelType, c.TextModelType, c.HeadDim, c.NumKeyValueHeads, c.SlidingWindow, c.Rope.Type, c.Rope.Theta, c.Rope.Factor, c.TieWordEmbeddings, c.LayerTypes[0], c.LayerTypes[len(c.LayerTypes)-1], c.Quantization != nil}
+			want := []any{tt.modelType, tt.textType, tt.headDim, tt.kvHeads, tt.window, tt.ropeType, tt.theta, tt.factor, tt.tie, tt.firstLayer, tt.lastLayer, tt.quantized}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("Parse = %v, want %v", got, want)
+			}
+			if !reflect.DeepEqual(c.EOSTokenIDs, tt.eos) {
+				t.Errorf("EOSTokenIDs = %v, want %v", c.EOSTokenIDs, tt.eos)
+			}
+			if len(c.LayerTypes) != c.NumHiddenLayers {
+				t.Errorf("%d layer types for %d layers", len(c.LayerTypes), c.NumHiddenLayers)
+			}
+		})
+	}
+}
+
+func TestGenerationConfigMergesEOS(t *testing.T) {
+	c, err := Parse([]byte(`{"model_type":"llama","hidden_size":8,"num_hidden_layers":1,"num_attention_heads":2,"vocab_size":10,"eos_token_id":2}`),
+		[]byte(`{"eos_token_id":[2,7],"bos_token_id":1,"temperature":0.6,"top_p":0.9}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(c.EOSTokenIDs, []int{2, 7}) || c.BOSTokenID == nil || *c.BOSTokenID != 1 {
+		t.Errorf("EOS %v BOS %v, want [2 7] and 1", c.EOSTokenIDs, c.BOSTokenID)
+	}
+	if c.Generation.Temperature != 0.6 || c.Generation.TopP != 0.9 {
+		t.Errorf("Generation = %+v", c.Generation)
+	}
+	if c.HeadDim != 4 {
+		t.Errorf("HeadDim = %d, want hidden/heads = 4", c.HeadDim)
+	}
+}
+
+func TestParseErrorsNameTheKey(t *testing.T) {
+	base := `"model_type":"llama","hidden_size":8,"num_hidden_layers":1,"num_attention_heads":2,"vocab_size":10`
+	tests := []struct{ name, json, want string }{
+		{"not json", `{`, "not a JSON object"},
+		{"no model_type", `{"hidden_size":8}`, `missing "model_type"`},
+		{"string hidden", `{"model_type":"llama","hidden_size":"big"}`, `"hidden_size" is "big", want an integer`},
+		{"zero layers", `{"model_type":"llama","hidden_size":8,"num_hidden_layers":0,"num_attention_heads":2,"vocab_size":10}`, `"num_hidden_layers" must be a positive integer`},
+		{"kv heads", `{` + base + `,"num_key_value_heads":3}`, `"num_key_value_heads" 3 must divide`},
+		{"head dim", `{"model_type":"llama","hidden_size":9,"num_hidden_layers":1,"num_attention_heads":2,"vocab_size":10}`, `no "head_dim"`},
+		{"layer types length", `{` + base + `,"layer_types":["full_attention","full_attention"]}`, `"layer_types" has 2 entries for 1 layers`},
+		{"layer type name", `{` + base + `,"layer_types":["chunked"]}`, `"layer_types"[0] is "chunked"`},
+		{"sliding without window", `{` + base + `,"layer_types":["sliding_attention"]}`, `"sliding_window" is not set`},
+		{"rope not object", `{` + base + `,"rope_scaling":3}`, `"rope_scaling" is not an object`},
+		{"bad theta", `{` + base + `,"rope_theta":0}`, `"rope_theta" must be positive`},
+		{"eos text", `{` + base + `,"eos_token_id":"x"}`, `"eos_token_id" is "x"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.json), nil)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Parse(%s) error = %v, want it to contain %q", tt.json, err, tt.want)
+			}
+		})
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	entries, _ := os.ReadDir(filepath.Join("testdata", "configs"))
+	for _, e := range entries {
+		raw, _ := os.ReadFile(filepath.Join("testdata", "configs", e.Name()))
+		f.Add(raw, []byte(`{"eos_token_id":[1,2]}`))
+	}
+	f.Fuzz(func(t *testing.T, cfg, gen []byte) {
+		c, err := Parse(cfg, gen)
+		if err == nil && (c.HeadDim <= 0 || len(c.LayerTypes) != c.NumHiddenLayers) {
+			t.Fatalf("accepted an inconsistent config: head_dim %d, %d layer types for %d layers", c.HeadDim, len(c.LayerTypes), c.NumHiddenLayers)
+		}
+	})
+}

@@ -1,0 +1,56 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// parseRope reads rope_parameters (transformers 5) or rope_theta with
+// rope_scaling (older configs); the two may be mixed, newer keys winning.
+func parseRope(m map[string]json.RawMessage) (Rope, error) {
+	top := reader{m: m}
+	rp := Rope{
+		Type:                "default",
+		Theta:               top.float("rope_theta", 10000),
+		PartialRotaryFactor: top.float("partial_rotary_factor", 1),
+		Params:              map[string]json.RawMessage{},
+	}
+	for _, key := range []string{"rope_scaling", "rope_parameters"} {
+		raw, ok := top.raw(key)
+		if !ok {
+			continue
+		}
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &obj); err != nil {
+			return rp, fmt.Errorf("%q is not an object: %w", key, err)
+		}
+		for k, v := range obj {
+			rp.Params[k] = v
+		}
+	}
+	r := reader{m: rp.Params}
+	if t := r.str("rope_type"); t != "" {
+		rp.Type = t
+	} else if t := r.str("type"); t != "" {
+		rp.Type = t
+	}
+	rp.Theta = r.float("rope_theta", rp.Theta)
+	rp.Factor = r.float("factor", 1)
+	rp.LowFreqFactor = r.float("low_freq_factor", 1)
+	rp.HighFreqFactor = r.float("high_freq_factor", 4)
+	rp.OriginalMaxPositionEmbeddings = r.int("original_max_position_embeddings", top.int("original_max_position_embeddings", 0))
+	rp.PartialRotaryFactor = r.float("partial_rotary_factor", rp.PartialRotaryFactor)
+	if r.err != nil {
+		return rp, fmt.Errorf("rope parameters: %w", r.err)
+	}
+	if top.err != nil {
+		return rp, top.err
+	}
+	if rp.Theta <= 0 {
+		return rp, fmt.Errorf(`"rope_theta" must be positive, got %v`, rp.Theta)
+	}
+	if rp.PartialRotaryFactor <= 0 || rp.PartialRotaryFactor > 1 {
+		return rp, fmt.Errorf(`"partial_rotary_factor" must be in (0, 1], got %v`, rp.PartialRotaryFactor)
+	}
+	return rp, nil
+}

@@ -1,0 +1,177 @@
+// Package engine is the façade the server and the CLI use: it loads a
+// checkpoint directory onto a backend and runs sequences over it. It knows
+// no HTTP.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"hearth/engine/backend/cpu"
+	"hearth/engine/cache"
+	"hearth/engine/config"
+	"hearth/engine/family"
+	"hearth/engine/nn"
+	"hearth/engine/tensor"
+	"hearth/engine/weights"
+)
+
+// Options configure a load.
+type Options struct {
+	Backend string // "cpu" (default); "gpu" arrives with the GPU backend
+	Threads int    // CPU worker threads; 0 = all cores
+	// ChunkTokens is the most tokens one forward pass takes; longer
+	// prompts are prefilled in chunks. 0 means 512.
+	ChunkTokens int
+}
+
+// Model is a loaded checkpoint: weights resident on a backend, ready to
+// run sequences. A Model is not safe for concurrent use: one goroutine
+// (the scheduler) owns it.
+type Model struct {
+	Dir     string
+	Config  *config.Config
+	Family  *family.Family
+	backend tensor.Backend
+	impl    family.Model
+	set     *weights.Set
+	chunk   int
+}
+
+// Load resolves the family for dir's config, opens its safetensors,
+// uploads every tensor the family binds, and audits that nothing is missing
+// or left over.
+func Load(dir string, opt Options) (*Model, error) {
+	cfg, err := config.Load(dir)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", dir, err)
+	}
+	fam, err := family.Resolve(families, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", dir, err)
+	}
+	qc, err := weights.ParseQuantConfig(cfg.Quantization)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: quantization: %w", dir, err)
+	}
+	var b tensor.Backend
+	switch opt.Backend {
+	case "", "cpu":
+		b = cpu.New(cpu.Options{Threads: opt.Threads})
+	default:
+		return nil, fmt.Errorf("load %s: unknown backend %q (available: cpu)", dir, opt.Backend)
+	}
+	set, err := weights.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", dir, err)
+	}
+	fail := func(err error) (*Model, error) {
+		b.Close()
+		set.Close()
+		return nil, fmt.Errorf("load %s: %w", dir, err)
+	}
+	binder := weights.NewBinder(set, qc)
+	loader := &nn.Loader{B: b, W: binder}
+	impl, err := fam.New(cfg, loader)
+	if err != nil {
+		return fail(err)
+	}
+	if err := binder.Audit(impl.AuditIgnore()); err != nil {
+		return fail(err)
+	}
+	chunk := opt.ChunkTokens
+	if chunk <= 0 {
+		chunk = 512
+	}
+	return &Model{Dir: dir, Config: cfg, Family: fam, backend: b, impl: impl, set: set, chunk: chunk}, nil
+}
+
+// Backend names the backend the model runs on.
+func (m *Model) Backend() string { return m.backend.Name() }
+
+// Close frees the backend and unmaps the weights.
+func (m *Model) Close() error {
+	return errors.Join(m.backend.Close(), m.set.Close())
+}
+
+// Sequence is one conversation's state: its caches and length.
+type Sequence struct {
+	m      *Model
+	caches []cache.Layer
+	cap    int
+}
+
+// NewSequence makes caches for up to ctxTokens tokens.
+func (m *Model) NewSequence(ctxTokens int) (*Sequence, error) {
+	if ctxTokens <= 0 {
+		return nil, fmt.Errorf("context of %d tokens", ctxTokens)
+	}
+	caches, err := m.impl.NewCaches(m.backend, ctxTokens, m.chunk)
+	if err != nil {
+		return nil, err
+	}
+	return &Sequence{m: m, caches: caches, cap: ctxTokens}, nil
+}
+
+// Len is the number of tokens the sequence holds.
+func (s *Sequence) Len() int { return s.caches[0].Len() }
+
+// Trim drops the last n tokens (speculative rollback, regenerate).
+func (s *Sequence) Trim(n int) {
+	for _, c := range s.caches {
+		c.Trim(n)
+	}
+}
+
+// Close frees the caches.
+func (s *Sequence) Close() {
+	for _, c := range s.caches {
+		c.Free()
+	}
+}
+
+// Forward appends tokens and returns the logits of the last one ([vocab]),
+// or of every one ([len(tokens)*vocab]) when all is true. Long inputs run in
+// chunks. On error the sequence is left as it was before the call.
+func (s *Sequence) Forward(ctx context.Context, tokens []int32, all bool) ([]float32, error) {
+	if len(tokens) == 0 {
+		return nil, errors.New("forward: no tokens")
+	}
+	if s.Len()+len(tokens) > s.cap {
+		return nil, fmt.Errorf("forward: %d tokens held + %d new exceed the context of %d", s.Len(), len(tokens), s.cap)
+	}
+	var out []float32
+	start := s.Len()
+	for i := 0; i < len(tokens); i += s.m.chunk {
+		chunk := tokens[i:min(i+s.m.chunk, len(tokens))]
+		lastChunk := i+len(chunk) == len(tokens)
+		logits, err := s.run(ctx, chunk, all)
+		if err != nil {
+			s.Trim(s.Len() - start)
+			return nil, err
+		}
+		if all || lastChunk {
+			out = append(out, logits...)
+		}
+	}
+	return out, nil
+}
+
+func (s *Sequence) run(ctx context.Context, tokens []int32, all bool) ([]float32, error) {
+	g := tensor.NewGraph(s.m.backend)
+	before := s.Len()
+	logits, err := s.m.impl.Forward(g, &family.Batch{Tokens: tokens, Pos: before, Caches: s.caches, AllLogits: all})
+	if err == nil {
+		err = s.m.backend.Run(ctx, g, logits)
+	}
+	if err != nil {
+		s.Trim(s.Len() - before)
+		return nil, err
+	}
+	out := make([]float32, tensor.Elements(g.Shape(logits)))
+	if err := s.m.backend.Read(logits, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -1,0 +1,101 @@
+// Package family is the registry seam between a checkpoint's config and the
+// code that runs it: each Family declares its tier, the configs it accepts,
+// its capabilities and fidelity label, and builds a Model.
+package family
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"hearth/engine/cache"
+	"hearth/engine/config"
+	"hearth/engine/nn"
+	"hearth/engine/tensor"
+)
+
+// Tier says how a family is supported.
+type Tier string
+
+const (
+	// Targeted families have a dedicated graph.
+	Targeted Tier = "targeted"
+	// Generic families run on the universal module from a descriptor.
+	Generic Tier = "generic"
+)
+
+// Caps are a family's capabilities beyond text.
+type Caps uint8
+
+const (
+	Vision Caps = 1 << iota
+	Audio
+	Tools
+	Embeddings
+)
+
+// Names lists the capabilities set in c.
+func (c Caps) Names() []string {
+	var out []string
+	for _, x := range []struct {
+		c    Caps
+		name string
+	}{{Vision, "vision"}, {Audio, "audio"}, {Tools, "tools"}, {Embeddings, "embeddings"}} {
+		if c&x.c != 0 {
+			out = append(out, x.name)
+		}
+	}
+	return out
+}
+
+// Family is one supported model family.
+type Family struct {
+	Name     string
+	Tier     Tier
+	Accepts  func(c *config.Config) bool
+	Caps     Caps
+	Fidelity string
+	// Types lists the model_type values Accepts takes, for error messages.
+	Types func() []string
+	New   func(c *config.Config, l *nn.Loader) (Model, error)
+}
+
+// Model is a family's graph over weights already on a backend.
+type Model interface {
+	// Forward records the pass over b's tokens into g and returns logits:
+	// [1, vocab] for the last token, or [n, vocab] with b.AllLogits.
+	Forward(g *tensor.Graph, b *Batch) (tensor.T, error)
+	// NewCaches makes one cache per layer for up to capTokens tokens,
+	// taking at most chunk tokens per Forward.
+	NewCaches(b tensor.Backend, capTokens, chunk int) ([]cache.Layer, error)
+	// AuditIgnore lists checkpoint tensors the family knowingly skips.
+	AuditIgnore() []string
+}
+
+// Batch is the input of one forward pass of one sequence.
+type Batch struct {
+	Tokens    []int32       // [n] new tokens
+	Pos       int           // position of Tokens[0]
+	Caches    []cache.Layer // one per layer
+	AllLogits bool          // logits for every token, not only the last
+}
+
+// ErrUnsupported is returned (wrapped) when no family accepts a config.
+var ErrUnsupported = errors.New("unsupported model")
+
+// Resolve returns the first family in fams that accepts c. fams is in
+// resolution order: targeted ports first, the generic tier last.
+func Resolve(fams []*Family, c *config.Config) (*Family, error) {
+	for _, f := range fams {
+		if f.Accepts(c) {
+			return f, nil
+		}
+	}
+	var types []string
+	for _, f := range fams {
+		types = append(types, f.Types()...)
+	}
+	sort.Strings(types)
+	return nil, fmt.Errorf("%w: unsupported model_type %q (supported: %s)", ErrUnsupported, c.ModelType, strings.Join(types, ", "))
+}

@@ -1,0 +1,94 @@
+// Package nn holds the thin layers model code is written with (Linear,
+// norms, rope tables) and the Loader that binds checkpoint tensors onto a
+// backend by their checkpoint names.
+package nn
+
+import (
+	"fmt"
+
+	"hearth/engine/tensor"
+	"hearth/engine/weights"
+)
+
+// Loader uploads checkpoint tensors to a backend by name. Misses are
+// recorded by the Binder and reported once by the audit; upload errors are
+// kept and returned by Err.
+type Loader struct {
+	B   tensor.Backend
+	W   *weights.Binder
+	err error
+}
+
+// Err is the first upload error, if any.
+func (l *Loader) Err() error { return l.err }
+
+func (l *Loader) upload(w tensor.Weight) tensor.T {
+	if w.Data == nil || l.err != nil {
+		return tensor.T{}
+	}
+	t, err := l.B.Upload(w)
+	if err != nil {
+		l.err = err
+	}
+	return t
+}
+
+// Tensor uploads a required dense tensor.
+func (l *Loader) Tensor(name string) tensor.T { return l.upload(l.W.Tensor(name)) }
+
+// Optional uploads a tensor when the checkpoint has it, else returns none.
+func (l *Loader) Optional(name string) tensor.T {
+	w, ok := l.W.Optional(name)
+	if !ok {
+		return tensor.T{}
+	}
+	return l.upload(w)
+}
+
+// Linear binds prefix.weight (dense or MLX-quantized) and, when bias is
+// true, prefix.bias.
+func (l *Loader) Linear(prefix string, bias bool) Linear {
+	lin := Linear{W: l.upload(l.W.Linear(prefix))}
+	if bias {
+		lin.B = l.Tensor(prefix + ".bias")
+	}
+	return lin
+}
+
+// Linear is y = x·Wᵀ + b.
+type Linear struct{ W, B tensor.T }
+
+// Forward applies the layer.
+func (m Linear) Forward(g *tensor.Graph, x tensor.T) tensor.T {
+	y := g.MatMul(x, m.W)
+	if !m.B.IsNone() {
+		y = g.Add(y, m.B)
+	}
+	return y
+}
+
+// RMSNorm is x / rms(x) * (w + Shift).
+type RMSNorm struct {
+	W     tensor.T
+	Eps   float32
+	Shift float32
+}
+
+// Forward applies the norm over the last axis.
+func (m RMSNorm) Forward(g *tensor.Graph, x tensor.T) tensor.T {
+	return g.RMSNorm(x, m.W, m.Eps, m.Shift)
+}
+
+// Check reports a shape that does not match what the model expects.
+func Check(g interface{ Shape(tensor.T) []int }, name string, t tensor.T, want ...int) error {
+	got := g.Shape(t)
+	if len(got) != len(want) {
+		return fmt.Errorf("tensor %q has shape %v, want %v", name, got, want)
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			return fmt.Errorf("tensor %q has shape %v, want %v", name, got, want)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,136 @@
+package tensor
+
+import (
+	"context"
+	"fmt"
+)
+
+// T names a tensor: a node of a Graph, or a buffer a Backend owns (an
+// uploaded weight or a persistent buffer such as a KV cache). The zero T
+// means "none" (e.g. a norm without weight).
+type T struct{ id int32 }
+
+// IsNone reports whether t is the zero T.
+func (t T) IsNone() bool { return t.id == 0 }
+
+// Node returns the index of a graph node, or -1 when t is not one.
+func (t T) Node() int {
+	if t.id > 0 {
+		return int(t.id - 1)
+	}
+	return -1
+}
+
+// Buffer returns the index of a backend buffer, or -1 when t is not one.
+func (t T) Buffer() int {
+	if t.id < 0 {
+		return int(-t.id - 1)
+	}
+	return -1
+}
+
+// BufferT makes the T of backend buffer i. Only backends call it.
+func BufferT(i int) T { return T{id: int32(-(i + 1))} }
+
+// Backend runs graphs. cpu is the reference; every other backend must agree
+// with it on every op (tensortest checks this).
+type Backend interface {
+	Name() string
+	// Upload makes a weight resident (once per tensor, at load).
+	Upload(w Weight) (T, error)
+	// Alloc makes a zeroed persistent float32 buffer, e.g. a KV cache.
+	Alloc(shape []int) (T, error)
+	// Free releases a buffer made by Upload or Alloc.
+	Free(t T)
+	// Shape is the logical shape of a buffer.
+	Shape(t T) []int
+	// Run executes every node of g in one submission. Only outs may be
+	// read afterwards (besides persistent buffers).
+	Run(ctx context.Context, g *Graph, outs ...T) error
+	// Read copies a float32 result of the last Run (or a buffer) to dst.
+	Read(t T, dst []float32) error
+	// Close frees everything the backend holds.
+	Close() error
+}
+
+// Graph records one forward pass. Building it does no arithmetic: each
+// method appends a node and returns its T, checking shapes as it goes so a
+// wrong model fails while building, not halfway through a run.
+type Graph struct {
+	shapes interface{ Shape(T) []int }
+	Nodes  []Node
+	err    error
+}
+
+// Node is one recorded op. Backends read it; model code never does.
+type Node struct {
+	Op    Op
+	In    []T
+	Shape []int
+
+	Ints   []int32   // OpInput with integer data
+	Floats []float32 // OpInput with float data
+	F      [2]float32
+	I      [3]int
+	Rope   *Rope
+	Attn   *AttnSpec
+}
+
+// NewGraph starts a graph whose buffer shapes are those of b.
+func NewGraph(b Backend) *Graph { return &Graph{shapes: b} }
+
+// Err is the first shape error recorded while building, if any.
+func (g *Graph) Err() error { return g.err }
+
+// Shape returns the shape of a node or buffer.
+func (g *Graph) Shape(t T) []int {
+	if n := t.Node(); n >= 0 {
+		return g.Nodes[n].Shape
+	}
+	if t.IsNone() {
+		return nil
+	}
+	return g.shapes.Shape(t)
+}
+
+func (g *Graph) fail(format string, args ...any) T {
+	if g.err == nil {
+		g.err = fmt.Errorf(format, args...)
+	}
+	return g.add(Node{Op: OpInvalid})
+}
+
+func (g *Graph) add(n Node) T {
+	g.Nodes = append(g.Nodes, n)
+	return T{id: int32(len(g.Nodes))}
+}
+
+func last(s []int) int {
+	if len(s) == 0 {
+		return 0
+	}
+	return s[len(s)-1]
+}
+
+func sameShape(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// isSuffix reports whether b's shape is a suffix of a's, so b broadcasts
+// over a's leading axes.
+func isSuffix(a, b []int) bool {
+	if len(b) > len(a) {
+		return false
+	}
+	return sameShape(a[len(a)-len(b):], b)
+}
+
+func clone(s []int) []int { return append([]int(nil), s...) }

@@ -1,0 +1,86 @@
+// Package testmodels locates the small oracle-checked models committed under
+// the repository's testdata/models, so tests of any package can load them.
+package testmodels
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+)
+
+// Root is the absolute path of testdata/models.
+func Root() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "testdata", "models")
+}
+
+// Manifest is testdata/models/manifest.json: one entry per model and
+// variant, written by tools/oracle/make_goldens.py.
+type Manifest struct {
+	Oracle  string  `json:"oracle"`
+	Entries []Entry `json:"entries"`
+}
+
+// Entry is one oracle-checked model.
+type Entry struct {
+	Name      string `json:"name"`
+	ModelType string `json:"model_type"`
+	Variant   string `json:"variant"`
+	Dir       string `json:"dir"`
+	Steps     int    `json:"steps"`
+	Tolerance struct {
+		MaxAbsLogit float64 `json:"max_abs_logit"`
+		Why         string  `json:"why"`
+	} `json:"tolerance"`
+}
+
+// Path is the entry's model directory.
+func (e Entry) Path() string { return filepath.Join(Root(), e.Dir) }
+
+// Golden is an entry's golden.json.
+type Golden struct {
+	Script       string      `json:"script"`
+	Transformers string      `json:"transformers"`
+	PromptIDs    []int32     `json:"prompt_ids"`
+	GreedyIDs    []int32     `json:"greedy_ids"`
+	Logits       [][]float32 `json:"logits"`
+	MinMargin    float64     `json:"min_margin"`
+}
+
+// Load reads the manifest.
+func Load() (*Manifest, error) {
+	raw, err := os.ReadFile(filepath.Join(Root(), "manifest.json"))
+	if err != nil {
+		return nil, err
+	}
+	var m Manifest
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("manifest.json: %w", err)
+	}
+	return &m, nil
+}
+
+// Golden reads the entry's golden.json.
+func (e Entry) Golden() (*Golden, error) {
+	raw, err := os.ReadFile(filepath.Join(e.Path(), "golden.json"))
+	if err != nil {
+		return nil, err
+	}
+	var g Golden
+	if err := json.Unmarshal(raw, &g); err != nil {
+		return nil, fmt.Errorf("%s/golden.json: %w", e.Name, err)
+	}
+	return &g, nil
+}
+
+// Find returns the entry with the given name.
+func (m *Manifest) Find(name string) (Entry, bool) {
+	for _, e := range m.Entries {
+		if e.Name == name {
+			return e, true
+		}
+	}
+	return Entry{}, false
+}
