@@ -47,7 +47,7 @@ func Load(dir string, opt Options) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", dir, err)
 	}
-	fam, err := family.Resolve(families, cfg)
+	fam, err := Resolve(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", dir, err)
 	}

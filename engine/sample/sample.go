@@ -1,0 +1,209 @@
+// Package sample picks the next token from logits: greedy, temperature,
+// top-k, top-p, min-p, repetition/presence/frequency penalties, seeded. It
+// knows only logits and Options.
+package sample
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+)
+
+// Options are the sampling parameters of one request. Zero values mean
+// "off" except Temperature, where 0 means greedy.
+type Options struct {
+	Temperature       float64
+	TopK              int
+	TopP              float64 // 0 or 1 = off
+	MinP              float64
+	RepetitionPenalty float64 // 0 or 1 = off (divides positive logits of seen tokens, multiplies negative)
+	PresencePenalty   float64 // subtracted once from every seen token
+	FrequencyPenalty  float64 // subtracted per occurrence
+	Seed              *uint64 // nil = random
+}
+
+// Validate names the first out-of-range parameter.
+func (o Options) Validate() error {
+	switch {
+	case o.Temperature < 0 || o.Temperature > 100 || math.IsNaN(o.Temperature):
+		return fmt.Errorf("temperature %v is out of range [0, 100]", o.Temperature)
+	case o.TopK < 0:
+		return fmt.Errorf("top_k %d must not be negative", o.TopK)
+	case o.TopP < 0 || o.TopP > 1 || math.IsNaN(o.TopP):
+		return fmt.Errorf("top_p %v is out of range [0, 1]", o.TopP)
+	case o.MinP < 0 || o.MinP > 1 || math.IsNaN(o.MinP):
+		return fmt.Errorf("min_p %v is out of range [0, 1]", o.MinP)
+	case o.RepetitionPenalty < 0 || math.IsNaN(o.RepetitionPenalty):
+		return fmt.Errorf("repetition_penalty %v must be positive", o.RepetitionPenalty)
+	case math.Abs(o.PresencePenalty) > 2 || math.IsNaN(o.PresencePenalty):
+		return fmt.Errorf("presence_penalty %v is out of range [-2, 2]", o.PresencePenalty)
+	case math.Abs(o.FrequencyPenalty) > 2 || math.IsNaN(o.FrequencyPenalty):
+		return fmt.Errorf("frequency_penalty %v is out of range [-2, 2]", o.FrequencyPenalty)
+	}
+	return nil
+}
+
+// Sampler holds a request's random state and the counts of tokens seen so
+// far (for penalties).
+type Sampler struct {
+	opt    Options
+	rng    *rand.Rand
+	counts map[int32]int
+	idx    []int // scratch
+	probs  []float64
+}
+
+// New makes a sampler. seen are the prompt tokens, which count for the
+// repetition penalty as in transformers (but not for the OpenAI presence
+// and frequency penalties, which look only at generated tokens).
+func New(opt Options, seen []int32) *Sampler {
+	seed := rand.Uint64()
+	if opt.Seed != nil {
+		seed = *opt.Seed
+	}
+	s := &Sampler{opt: opt, rng: rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)), counts: map[int32]int{}}
+	if opt.RepetitionPenalty > 0 && opt.RepetitionPenalty != 1 {
+		for _, id := range seen {
+			if _, ok := s.counts[id]; !ok {
+				s.counts[id] = 0 // seen, not generated
+			}
+		}
+	}
+	return s
+}
+
+// Accept records a generated token.
+func (s *Sampler) Accept(id int32) { s.counts[id]++ }
+
+// Penalize applies the penalties to logits in place.
+func (s *Sampler) Penalize(logits []float32) {
+	rp := float32(s.opt.RepetitionPenalty)
+	for id, n := range s.counts {
+		if int(id) >= len(logits) {
+			continue
+		}
+		l := logits[id]
+		if rp > 0 && rp != 1 {
+			if l > 0 {
+				l /= rp
+			} else {
+				l *= rp
+			}
+		}
+		if n > 0 {
+			l -= float32(s.opt.PresencePenalty) + float32(s.opt.FrequencyPenalty)*float32(n)
+		}
+		logits[id] = l
+	}
+}
+
+// Sample penalizes logits (in place) and picks a token.
+func (s *Sampler) Sample(logits []float32) int32 {
+	s.Penalize(logits)
+	if s.opt.Temperature == 0 || s.opt.TopK == 1 {
+		return Argmax(logits)
+	}
+	// candidates sorted by logit, best first
+	if cap(s.idx) < len(logits) {
+		s.idx = make([]int, len(logits))
+		s.probs = make([]float64, len(logits))
+	}
+	idx := s.idx[:len(logits)]
+	for i := range idx {
+		idx[i] = i
+	}
+	k := len(idx)
+	if s.opt.TopK > 0 && s.opt.TopK < k {
+		k = s.opt.TopK
+	}
+	sort.Slice(idx, func(a, b int) bool { return logits[idx[a]] > logits[idx[b]] })
+	idx = idx[:k]
+	t := s.opt.Temperature
+	probs := s.probs[:k]
+	mx := float64(logits[idx[0]])
+	var sum float64
+	for i, id := range idx {
+		probs[i] = math.Exp((float64(logits[id]) - mx) / t)
+		sum += probs[i]
+	}
+	for i := range probs {
+		probs[i] /= sum
+	}
+	if s.opt.MinP > 0 {
+		floor := probs[0] * s.opt.MinP
+		for k > 1 && probs[k-1] < floor {
+			k--
+		}
+	}
+	if p := s.opt.TopP; p > 0 && p < 1 {
+		var c float64
+		for i := 0; i < k; i++ {
+			c += probs[i]
+			if c >= p {
+				k = i + 1
+				break
+			}
+		}
+	}
+	var total float64
+	for _, p := range probs[:k] {
+		total += p
+	}
+	r := s.rng.Float64() * total
+	for i, p := range probs[:k] {
+		r -= p
+		if r <= 0 {
+			return int32(idx[i])
+		}
+	}
+	return int32(idx[k-1])
+}
+
+// Argmax returns the index of the largest logit (the first on ties).
+func Argmax(x []float32) int32 {
+	best := 0
+	for i, v := range x {
+		if v > x[best] {
+			best = i
+		}
+	}
+	return int32(best)
+}
+
+// Logprob is a token and its log-probability.
+type Logprob struct {
+	ID      int32
+	Logprob float32
+}
+
+// LogSoftmax returns the log-probability of id under logits and the top n
+// alternatives, computed from the logits as the model produced them (before
+// penalties and temperature), as OpenAI's API reports them.
+func LogSoftmax(logits []float32, id int32, n int) (Logprob, []Logprob) {
+	mx := logits[Argmax(logits)]
+	var sum float64
+	for _, v := range logits {
+		sum += math.Exp(float64(v - mx))
+	}
+	lse := float64(mx) + math.Log(sum)
+	chosen := Logprob{ID: id, Logprob: float32(float64(logits[id]) - lse)}
+	if n <= 0 {
+		return chosen, nil
+	}
+	n = min(n, len(logits))
+	top := make([]Logprob, 0, n+1)
+	for i, v := range logits {
+		lp := float32(float64(v) - lse)
+		if len(top) < n || lp > top[len(top)-1].Logprob {
+			j := sort.Search(len(top), func(j int) bool { return top[j].Logprob < lp })
+			top = append(top, Logprob{})
+			copy(top[j+1:], top[j:])
+			top[j] = Logprob{ID: int32(i), Logprob: lp}
+			if len(top) > n {
+				top = top[:n]
+			}
+		}
+	}
+	return chosen, top
+}
