@@ -188,34 +188,3 @@ func FloatToBF16(f float32) uint16 {
 	b += 0x7fff + (b>>16)&1
 	return uint16(b >> 16)
 }
-
-// DecodeRow writes row i of a 2-D weight (dense F32/F16/BF16, or MLX
-// quantized with 2, 4 or 8 bits) to dst as float32. A quantized element
-// decodes as float32(q)*scale + bias with scale and bias first widened to
-// float32: the order MLX uses and the oracle reproduces.
-func (w *Weight) DecodeRow(i int, dst []float32) {
-	cols := w.Shape[len(w.Shape)-1]
-	if !w.Quantized() {
-		Float32(w.DType, w.Data, i*cols, dst[:cols])
-		return
-	}
-	bits, gs := w.Quant.Bits, w.Quant.GroupSize
-	perWord := 32 / bits
-	mask := uint32(1)<<bits - 1
-	words := w.Data[i*(cols/perWord)*4:]
-	groups := cols / gs
-	var sb [2]float32
-	for gi := 0; gi < groups; gi++ {
-		Float32(w.ScaleDType, w.Scales, i*groups+gi, sb[:1])
-		Float32(w.ScaleDType, w.Biases, i*groups+gi, sb[1:])
-		scale, bias := sb[0], sb[1]
-		out := dst[gi*gs : (gi+1)*gs]
-		wb := words[gi*(gs/perWord)*4:]
-		for k := 0; k < gs/perWord; k++ {
-			word := binary.LittleEndian.Uint32(wb[k*4:])
-			for e := 0; e < perWord; e++ {
-				out[k*perWord+e] = float32(word>>(uint(e*bits))&mask)*scale + bias
-			}
-		}
-	}
-}

@@ -214,11 +214,11 @@ func (e *AuditError) Error() string {
 	if len(e.Unused) > 0 {
 		parts = append(parts, fmt.Sprintf("%s in the checkpoint unused: %s", plural(len(e.Unused), "tensor"), nameList(e.Unused)))
 	}
-	hint := "a model variant Hearth does not support"
+	hint := "a model variant Hearth does not support, whose extra weights it would ignore"
 	if len(e.Missing) > 0 {
-		hint = "an incomplete download (pull the model again), or " + hint
+		hint = "an incomplete download (run hearth pull again) or a model variant Hearth does not support"
 	}
-	return "weight audit: " + strings.Join(parts, "; ") + " (" + hint + ")"
+	return "weight audit: " + strings.Join(parts, "; ") + " — likely " + hint
 }
 
 // plural formats "1 tensor" or "3 tensors".

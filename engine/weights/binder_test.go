@@ -207,7 +207,7 @@ func TestBinderQuantized(t *testing.T) {
 	}
 	// The override matters: the file's rows dequantize back to the original.
 	row := make([]float32, 128)
-	DequantizeRow(emb, 5, row)
+	emb.DecodeRow(5, row)
 	for j, v := range row {
 		if d := v - embed[5*128+j]; d > 0.01 || d < -0.01 {
 			t.Fatalf("embed row 5 col %d = %g, want about %g", j, v, embed[5*128+j])

@@ -91,3 +91,61 @@ func FuzzParseQuantConfig(f *testing.F) {
 		}
 	})
 }
+
+// FuzzBinder binds every tensor of a fuzzed file, dense or quantized, and
+// dequantizes what the Binder accepts: nothing it hands out may panic.
+func FuzzBinder(f *testing.F) {
+	dir := f.TempDir()
+	w := make([]float32, 4*128)
+	for i := range w {
+		w[i] = float32(i%17) - 8
+	}
+	for _, q := range []tensor.Quant{{Bits: 4, GroupSize: 64}, {Bits: 3, GroupSize: 32}, {Bits: 8, GroupSize: 128}} {
+		qw, err := Quantize(w, 4, 128, q, tensor.F16)
+		if err != nil {
+			f.Fatal(err)
+		}
+		qw.Name = "model.layers.0.mlp.up_proj"
+		path := filepath.Join(dir, "seed.safetensors")
+		if err := Write(path, []tensor.Weight{qw, f32("model.norm.weight", []int{2}, 1, 2)}, nil); err != nil {
+			f.Fatal(err)
+		}
+		seed, err := readSmall(path)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(seed, true)
+	}
+	f.Fuzz(func(t *testing.T, b []byte, useConfig bool) {
+		s := &Set{files: []string{"fuzz.safetensors"}, maps: [][]byte{b}}
+		if err := s.index(layout{files: s.files}); err != nil {
+			return
+		}
+		var q QuantConfig
+		if useConfig {
+			q.Default = &tensor.Quant{Bits: 4, GroupSize: 64}
+		}
+		bd := NewBinder(s, q)
+		for _, name := range s.Names() {
+			prefix, kind := splitQuantName(name)
+			if kind != "weight" {
+				bd.Tensor(name)
+				continue
+			}
+			lw := bd.Linear(prefix)
+			if lw.Data == nil || len(lw.Shape) == 0 || !isFloat(lw.DType) && !lw.Quantized() {
+				continue
+			}
+			cols := lw.Shape[len(lw.Shape)-1]
+			rows := tensor.Elements(lw.Shape[:len(lw.Shape)-1])
+			if cols > 1<<12 || rows > 64 {
+				continue
+			}
+			dst := make([]float32, cols)
+			for r := range rows {
+				lw.DecodeRow(r, dst)
+			}
+		}
+		_ = bd.Audit([]string{"*.inv_freq"})
+	})
+}

@@ -141,18 +141,7 @@ func putBits(buf []byte, j, bits int, v uint8) {
 	}
 }
 
-// getBits reads element j of the little-endian bit stream buf.
-func getBits(buf []byte, j, bits int) uint32 {
-	p := j * bits
-	i, sh := p>>3, uint(p&7)
-	x := uint32(buf[i])
-	if int(sh)+bits > 8 {
-		x |= uint32(buf[i+1]) << 8
-	}
-	return x >> sh & (1<<uint(bits) - 1)
-}
-
-// isFloat reports whether dt is a float type DequantizeRow decodes.
+// isFloat reports whether dt is a float type Weight.DecodeRow decodes.
 func isFloat(dt tensor.DType) bool {
 	return dt == tensor.F32 || dt == tensor.F16 || dt == tensor.BF16
 }
@@ -166,84 +155,5 @@ func putScalar(buf []byte, i int, v float32, dt tensor.DType) {
 		binary.LittleEndian.PutUint16(buf[i*2:], tensor.FloatToHalf(v))
 	case tensor.BF16:
 		binary.LittleEndian.PutUint16(buf[i*2:], tensor.FloatToBF16(v))
-	}
-}
-
-// getScalar decodes element i of buf in dtype dt (F32, F16 or BF16).
-func getScalar(buf []byte, i int, dt tensor.DType) float32 {
-	switch dt {
-	case tensor.F32:
-		return math.Float32frombits(binary.LittleEndian.Uint32(buf[i*4:]))
-	case tensor.F16:
-		return tensor.HalfToFloat(binary.LittleEndian.Uint16(buf[i*2:]))
-	case tensor.BF16:
-		return math.Float32frombits(uint32(binary.LittleEndian.Uint16(buf[i*2:])) << 16)
-	}
-	panic(fmt.Sprintf("weights: scale dtype %v is not a float type", dt))
-}
-
-// DequantizeRow writes row row of w, as float32, into dst, whose length must
-// be the last dimension of w.Shape (the leading dimensions count rows). A
-// dense F32, F16 or BF16 row is decoded. A quantized row computes, per
-// element, float32(q)*scale + bias in float32 — scale and bias decoded from
-// ScaleDType to float32 first, the product rounded before the add (no fused
-// multiply-add) — which is the contract the oracle also uses. Like an
-// out-of-range index, it panics when row, dst or w's buffers do not fit
-// w.Shape; a Weight from a Binder or Quantize always fits.
-func DequantizeRow(w tensor.Weight, row int, dst []float32) {
-	cols, rows := 1, 1
-	if n := len(w.Shape); n > 0 {
-		cols = w.Shape[n-1]
-		rows = tensor.Elements(w.Shape[:n-1])
-	}
-	if len(dst) != cols || row < 0 || row >= rows {
-		panic(fmt.Sprintf("weights.DequantizeRow: row %d, len(dst) %d for shape %v", row, len(dst), w.Shape))
-	}
-	if w.Quant == nil {
-		tensor.Float32(w.DType, w.Data, row*cols, dst)
-		return
-	}
-	bits, gs := w.Quant.Bits, w.Quant.GroupSize
-	if gs <= 0 || cols%gs != 0 || cols*bits%32 != 0 {
-		panic(fmt.Sprintf("weights.DequantizeRow: shape %v does not fit %d-bit quantization with group size %d", w.Shape, bits, gs))
-	}
-	groups := cols / gs
-	rowBytes := cols * bits / 8
-	ssz := w.ScaleDType.Size()
-	if len(w.Data) < rows*rowBytes || len(w.Scales) < rows*groups*ssz || len(w.Biases) < rows*groups*ssz {
-		panic(fmt.Sprintf("weights.DequantizeRow: buffers too short for shape %v", w.Shape))
-	}
-	packed := w.Data[row*rowBytes : (row+1)*rowBytes]
-	for g := range groups {
-		s := getScalar(w.Scales, row*groups+g, w.ScaleDType)
-		b := getScalar(w.Biases, row*groups+g, w.ScaleDType)
-		out := dst[g*gs : (g+1)*gs]
-		in := packed[g*gs*bits/8 : (g+1)*gs*bits/8]
-		switch bits {
-		case 4:
-			dequant4(in, out, s, b)
-		case 8:
-			for j, q := range in {
-				out[j] = float32(float32(q)*s) + b
-			}
-		default:
-			for j := range out {
-				out[j] = float32(float32(getBits(in, j, bits))*s) + b
-			}
-		}
-	}
-}
-
-// dequant4 dequantizes one 4-bit group through a 16-entry table, which gives
-// the same float32 results as computing each element.
-func dequant4(in []byte, out []float32, s, b float32) {
-	var lut [16]float32
-	for k := range lut {
-		lut[k] = float32(float32(k)*s) + b
-	}
-	out = out[:len(in)*2]
-	for j, x := range in {
-		out[2*j] = lut[x&15]
-		out[2*j+1] = lut[x>>4]
 	}
 }

@@ -1,4 +1,4 @@
-// Tests of Quantize and DequantizeRow: groups worked out by hand from MLX's
+// Tests of Quantize and Weight.DecodeRow: groups worked out by hand from MLX's
 // affine_quantize, error bounds over bits × group sizes, the bit-stream
 // layout for 2/3/5/6 bits, and dequantization benchmarks.
 
@@ -105,7 +105,7 @@ func TestQuantizeMatchesMLX(t *testing.T) {
 			}
 			// Dequantization is q*scale + bias; the group's zeros come back exact.
 			got := make([]float32, 32)
-			DequantizeRow(qw, 0, got)
+			qw.DecodeRow(0, got)
 			for j, w := range tt.w {
 				if w == 0 && got[j] != 0 {
 					t.Errorf("dequantized zero at %d = %g, want exactly 0", j, got[j])
@@ -197,7 +197,7 @@ func checkErrorBound(t *testing.T, w []float32, rows, cols int, q tensor.Quant, 
 	got := make([]float32, cols)
 	clipped := 0
 	for r := range rows {
-		DequantizeRow(qw, r, got)
+		qw.DecodeRow(r, got)
 		for g := range groups {
 			s := float64(getScalar(qw.Scales, r*groups+g, sdt))
 			b := float64(getScalar(qw.Biases, r*groups+g, sdt))
@@ -228,7 +228,7 @@ func TestQuantizeFarEndClip(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := make([]float32, 32)
-	DequantizeRow(qw, 0, got)
+	qw.DecodeRow(0, got)
 	if got[0] != 1 || got[1] != -0.875 || got[2] != 0 {
 		t.Errorf("dequantized = %g, %g, %g; want 1, -0.875, 0", got[0], got[1], got[2])
 	}
@@ -265,13 +265,13 @@ func TestQuantizeErrors(t *testing.T) {
 func TestDequantizeRowDense(t *testing.T) {
 	w := f32("x", []int{2, 3}, 1, 2, 3, 4, 5, 6)
 	got := make([]float32, 3)
-	DequantizeRow(w, 1, got)
+	w.DecodeRow(1, got)
 	if got[0] != 4 || got[1] != 5 || got[2] != 6 {
 		t.Errorf("row 1 = %v, want [4 5 6]", got)
 	}
 	bf := tensor.Weight{DType: tensor.BF16, Shape: []int{2}, Data: []byte{0x80, 0x3f, 0x00, 0xc0}} // 1, -2
 	got = make([]float32, 2)
-	DequantizeRow(bf, 0, got)
+	bf.DecodeRow(0, got)
 	if got[0] != 1 || got[1] != -2 {
 		t.Errorf("bf16 row = %v, want [1 -2]", got)
 	}
@@ -283,7 +283,8 @@ func TestDequantizeRowPanicsOnMisuse(t *testing.T) {
 			t.Error("DequantizeRow with a short dst did not panic")
 		}
 	}()
-	DequantizeRow(f32("x", []int{2, 3}, 1, 2, 3, 4, 5, 6), 0, make([]float32, 2))
+	w := f32("x", []int{2, 3}, 1, 2, 3, 4, 5, 6)
+	w.DecodeRow(0, make([]float32, 2))
 }
 
 func BenchmarkDequantizeRow(b *testing.B) {
@@ -302,8 +303,32 @@ func BenchmarkDequantizeRow(b *testing.B) {
 			dst := make([]float32, cols)
 			b.SetBytes(int64(qw.Bytes() / rows)) // stored bytes of one row: packed words, scales, biases
 			for i := 0; b.Loop(); i++ {
-				DequantizeRow(qw, i%rows, dst)
+				qw.DecodeRow(i%rows, dst)
 			}
 		})
 	}
+}
+
+// getBits reads element j of the little-endian bit stream buf.
+func getBits(buf []byte, j, bits int) uint32 {
+	p := j * bits
+	i, sh := p>>3, uint(p&7)
+	x := uint32(buf[i])
+	if int(sh)+bits > 8 {
+		x |= uint32(buf[i+1]) << 8
+	}
+	return x >> sh & (1<<uint(bits) - 1)
+}
+
+// getScalar decodes element i of buf in dtype dt (F32, F16 or BF16).
+func getScalar(buf []byte, i int, dt tensor.DType) float32 {
+	switch dt {
+	case tensor.F32:
+		return math.Float32frombits(binary.LittleEndian.Uint32(buf[i*4:]))
+	case tensor.F16:
+		return tensor.HalfToFloat(binary.LittleEndian.Uint16(buf[i*2:]))
+	case tensor.BF16:
+		return math.Float32frombits(uint32(binary.LittleEndian.Uint16(buf[i*2:])) << 16)
+	}
+	panic(fmt.Sprintf("weights: scale dtype %v is not a float type", dt))
 }

@@ -53,8 +53,8 @@ func (b *Backend) Threads() int { return b.threads }
 func (b *Backend) Upload(w tensor.Weight) (tensor.T, error) {
 	switch {
 	case w.Quantized():
-		if b := w.Quant.Bits; b != 2 && b != 4 && b != 8 {
-			return tensor.T{}, fmt.Errorf("upload %q: %d-bit quantization is not supported (2, 4 and 8 are)", w.Name, w.Quant.Bits)
+		if b := w.Quant.Bits; b < 2 || b > 8 || b == 7 {
+			return tensor.T{}, fmt.Errorf("upload %q: %d-bit quantization is not supported (2, 3, 4, 5, 6 and 8 are)", w.Name, w.Quant.Bits)
 		}
 		if len(w.Shape) != 2 {
 			return tensor.T{}, fmt.Errorf("upload %q: quantized weight of shape %v, want 2-D", w.Name, w.Shape)
@@ -193,7 +193,7 @@ func (r rows) row(i int, dst []float32) []float32 {
 	if r.w == nil {
 		return r.data[i*r.cols : (i+1)*r.cols]
 	}
-	decodeRow(r.w, i, dst)
+	r.w.DecodeRow(i, dst)
 	return dst
 }
 

@@ -7,8 +7,6 @@ import (
 	"hearth/engine/tensor"
 )
 
-func decodeRow(w *tensor.Weight, i int, dst []float32) { w.DecodeRow(i, dst) }
-
 // dot is a float32 dot product with eight partial sums, which keeps the
 // rounding error close to a blocked BLAS kernel's.
 func dot(a, b []float32) float32 {
