@@ -22,8 +22,12 @@ type Loader struct {
 // Err is the first upload error, if any.
 func (l *Loader) Err() error { return l.err }
 
-func (l *Loader) upload(w tensor.Weight) tensor.T {
+func (l *Loader) upload(w tensor.Weight, shape ...int) tensor.T {
 	if w.Data == nil || l.err != nil {
+		return tensor.T{}
+	}
+	if !sameShape(w.Shape, shape) {
+		l.err = fmt.Errorf("tensor %q has shape %v, the config implies %v", w.Name, w.Shape, shape)
 		return tensor.T{}
 	}
 	t, err := l.B.Upload(w)
@@ -33,24 +37,26 @@ func (l *Loader) upload(w tensor.Weight) tensor.T {
 	return t
 }
 
-// Tensor uploads a required dense tensor.
-func (l *Loader) Tensor(name string) tensor.T { return l.upload(l.W.Tensor(name)) }
+// Tensor uploads a required dense tensor of the given shape.
+func (l *Loader) Tensor(name string, shape ...int) tensor.T {
+	return l.upload(l.W.Tensor(name), shape...)
+}
 
 // Optional uploads a tensor when the checkpoint has it, else returns none.
-func (l *Loader) Optional(name string) tensor.T {
+func (l *Loader) Optional(name string, shape ...int) tensor.T {
 	w, ok := l.W.Optional(name)
 	if !ok {
 		return tensor.T{}
 	}
-	return l.upload(w)
+	return l.upload(w, shape...)
 }
 
-// Linear binds prefix.weight (dense or MLX-quantized) and, when bias is
-// true, prefix.bias.
-func (l *Loader) Linear(prefix string, bias bool) Linear {
-	lin := Linear{W: l.upload(l.W.Linear(prefix))}
+// Linear binds prefix.weight [out, in] (dense or MLX-quantized) and, when
+// bias is true, prefix.bias [out].
+func (l *Loader) Linear(prefix string, out, in int, bias bool) Linear {
+	lin := Linear{W: l.upload(l.W.Linear(prefix), out, in)}
 	if bias {
-		lin.B = l.Tensor(prefix + ".bias")
+		lin.B = l.Tensor(prefix+".bias", out)
 	}
 	return lin
 }
@@ -79,16 +85,14 @@ func (m RMSNorm) Forward(g *tensor.Graph, x tensor.T) tensor.T {
 	return g.RMSNorm(x, m.W, m.Eps, m.Shift)
 }
 
-// Check reports a shape that does not match what the model expects.
-func Check(g interface{ Shape(tensor.T) []int }, name string, t tensor.T, want ...int) error {
-	got := g.Shape(t)
-	if len(got) != len(want) {
-		return fmt.Errorf("tensor %q has shape %v, want %v", name, got, want)
+func sameShape(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
 	}
-	for i := range got {
-		if got[i] != want[i] {
-			return fmt.Errorf("tensor %q has shape %v, want %v", name, got, want)
+	for i := range a {
+		if a[i] != b[i] {
+			return false
 		}
 	}
-	return nil
+	return true
 }

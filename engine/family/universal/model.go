@@ -45,30 +45,31 @@ func New(c *config.Config, l *nn.Loader) (family.Model, error) {
 	}
 	m := &Model{cfg: c, desc: d, rope: rope}
 	eps := float32(c.RMSNormEps)
-	m.embed = l.Linear("model.embed_tokens", false).W
-	m.norm = nn.RMSNorm{W: l.Tensor("model.norm.weight"), Eps: eps}
+	hidden, inter := c.HiddenSize, c.IntermediateSize
+	m.embed = l.Linear("model.embed_tokens", c.VocabSize, hidden, false).W
+	m.norm = nn.RMSNorm{W: l.Tensor("model.norm.weight", hidden), Eps: eps}
 	if c.TieWordEmbeddings {
 		m.head = m.embed
 	} else {
-		m.head = l.Linear("lm_head", false).W
+		m.head = l.Linear("lm_head", c.VocabSize, hidden, false).W
 	}
 	qkvBias := d.QKVBias || c.AttentionBias
 	for i := 0; i < c.NumHiddenLayers; i++ {
 		p := fmt.Sprintf("model.layers.%d.", i)
 		ly := layer{
-			attnNorm: nn.RMSNorm{W: l.Tensor(p + "input_layernorm.weight"), Eps: eps},
-			mlpNorm:  nn.RMSNorm{W: l.Tensor(p + "post_attention_layernorm.weight"), Eps: eps},
-			q:        l.Linear(p+"self_attn.q_proj", qkvBias),
-			k:        l.Linear(p+"self_attn.k_proj", qkvBias),
-			v:        l.Linear(p+"self_attn.v_proj", qkvBias),
-			o:        l.Linear(p+"self_attn.o_proj", c.AttentionBias),
-			gate:     l.Linear(p+"mlp.gate_proj", c.MLPBias),
-			up:       l.Linear(p+"mlp.up_proj", c.MLPBias),
-			down:     l.Linear(p+"mlp.down_proj", c.MLPBias),
+			attnNorm: nn.RMSNorm{W: l.Tensor(p+"input_layernorm.weight", hidden), Eps: eps},
+			mlpNorm:  nn.RMSNorm{W: l.Tensor(p+"post_attention_layernorm.weight", hidden), Eps: eps},
+			q:        l.Linear(p+"self_attn.q_proj", c.QDim(), hidden, qkvBias),
+			k:        l.Linear(p+"self_attn.k_proj", c.KVDim(), hidden, qkvBias),
+			v:        l.Linear(p+"self_attn.v_proj", c.KVDim(), hidden, qkvBias),
+			o:        l.Linear(p+"self_attn.o_proj", hidden, c.QDim(), c.AttentionBias),
+			gate:     l.Linear(p+"mlp.gate_proj", inter, hidden, c.MLPBias),
+			up:       l.Linear(p+"mlp.up_proj", inter, hidden, c.MLPBias),
+			down:     l.Linear(p+"mlp.down_proj", hidden, inter, c.MLPBias),
 		}
 		if d.QKNorm {
-			ly.qNorm = nn.RMSNorm{W: l.Tensor(p + "self_attn.q_norm.weight"), Eps: eps}
-			ly.kNorm = nn.RMSNorm{W: l.Tensor(p + "self_attn.k_norm.weight"), Eps: eps}
+			ly.qNorm = nn.RMSNorm{W: l.Tensor(p+"self_attn.q_norm.weight", c.HeadDim), Eps: eps}
+			ly.kNorm = nn.RMSNorm{W: l.Tensor(p+"self_attn.k_norm.weight", c.HeadDim), Eps: eps}
 		}
 		if c.IsSliding(i) {
 			ly.window = c.SlidingWindow
