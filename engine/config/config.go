@@ -35,7 +35,10 @@ type Config struct {
 	MLPBias               bool
 	HiddenAct             string
 
-	Rope          Rope
+	Rope Rope
+	// SlidingRope is the rope of sliding-window layers when it differs
+	// from Rope (Gemma 3's local base frequency); nil otherwise.
+	SlidingRope   *Rope
 	SlidingWindow int      // 0 when no layer slides
 	LayerTypes    []string // per layer: "full_attention" or "sliding_attention"
 
@@ -147,9 +150,11 @@ func Parse(configJSON, generationJSON []byte) (*Config, error) {
 	c.TieWordEmbeddings = r.bool("tie_word_embeddings", top1.bool("tie_word_embeddings", false))
 	c.AttentionBias = r.bool("attention_bias", false)
 	c.MLPBias = r.bool("mlp_bias", false)
-	c.HiddenAct = r.str("hidden_act")
+	// Gemma 2 and 3 keep a stale hidden_act next to the hidden_activation
+	// their MLP really uses.
+	c.HiddenAct = r.str("hidden_activation")
 	if c.HiddenAct == "" {
-		c.HiddenAct = r.str("hidden_activation")
+		c.HiddenAct = r.str("hidden_act")
 	}
 	if r.err != nil {
 		return nil, r.err
@@ -176,7 +181,7 @@ func Parse(configJSON, generationJSON []byte) (*Config, error) {
 		return nil, err
 	}
 	var err error
-	if c.Rope, err = parseRope(text); err != nil {
+	if c.Rope, c.SlidingRope, err = parseRopes(text); err != nil {
 		return nil, err
 	}
 	if err := c.layerTypes(r); err != nil {
@@ -223,6 +228,22 @@ func (c *Config) layerTypes(r reader) error {
 		return r.err
 	}
 	c.LayerTypes = make([]string, c.NumHiddenLayers)
+	// Configs written before layer_types existed say it another way:
+	// Gemma 3 makes every pattern-th layer full, Gemma 2 alternates
+	// starting with a sliding layer (transformers derives the same lists).
+	pattern := r.int("sliding_window_pattern", r.int("_sliding_window_pattern", 0))
+	if c.TextModelType == "gemma2" {
+		pattern = 2
+	}
+	if pattern > 0 && window > 0 {
+		for i := range c.LayerTypes {
+			c.LayerTypes[i] = Sliding
+			if (i+1)%pattern == 0 {
+				c.LayerTypes[i] = Full
+			}
+		}
+		return r.err
+	}
 	first := 0
 	if _, ok := r.m["use_sliding_window"]; ok {
 		first = r.int("max_window_layers", 0) // Qwen2 keeps its first layers full

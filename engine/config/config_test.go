@@ -37,7 +37,7 @@ func TestParseRealConfigs(t *testing.T) {
 		{"qwen2.5-0.5b-instruct-4bit.json", "qwen2", "qwen2", 64, 2, 0, "default", 1e6, 1, true, []int{151645}, Full, Full, true},
 		{"qwen3-0.6b.json", "qwen3", "qwen3", 128, 8, 0, "default", 1e6, 1, true, []int{151645}, Full, Full, false},
 		{"mistral-7b-v0.1.json", "mistral", "mistral", 128, 8, 4096, "default", 10000, 1, false, []int{2}, Sliding, Sliding, false},
-		{"gemma-3-4b-it.json", "gemma3", "gemma3_text", 256, 4, 1024, "linear", 10000, 8, false, []int{1, 106}, Sliding, Sliding, false},
+		{"gemma-3-4b-it.json", "gemma3", "gemma3_text", 256, 4, 1024, "linear", 1e6, 8, false, []int{1, 106}, Sliding, Sliding, false},
 		{"transformers5-llama.json", "llama", "llama", 16, 2, 6, "llama3", 10000, 8, false, nil, Full, Sliding, false},
 	}
 	for _, tt := range tests {
@@ -113,4 +113,24 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("accepted an inconsistent config: head_dim %d, %d layer types for %d layers", c.HeadDim, len(c.LayerTypes), c.NumHiddenLayers)
 		}
 	})
+}
+
+// TestGemma3Ropes reads Gemma 3's two ropes in both spellings: the
+// transformers 5 nested rope_parameters and the older rope_local_base_freq.
+func TestGemma3Ropes(t *testing.T) {
+	for _, file := range []string{"transformers5-gemma3-text.json", "gemma-3-4b-it.json"} {
+		c := load(t, file)
+		if c.Rope.Type != "linear" || c.Rope.Factor != 8 || c.Rope.Theta != 1e6 {
+			t.Errorf("%s: full rope = %+v, want linear ×8 at 1e6", file, c.Rope)
+		}
+		if c.SlidingRope == nil || c.SlidingRope.Type != "default" || c.SlidingRope.Theta != 10000 {
+			t.Errorf("%s: sliding rope = %+v, want default at 10000", file, c.SlidingRope)
+		}
+		if file == "gemma-3-4b-it.json" && (c.LayerTypes[4] != Sliding || c.LayerTypes[5] != Full || c.LayerTypes[11] != Full) {
+			t.Errorf("%s: layer types %v, want every sixth layer full", file, c.LayerTypes)
+		}
+		if c.HiddenAct != "gelu_pytorch_tanh" {
+			t.Errorf("%s: HiddenAct = %q, want hidden_activation's gelu_pytorch_tanh", file, c.HiddenAct)
+		}
+	}
 }

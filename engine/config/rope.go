@@ -5,6 +5,57 @@ import (
 	"fmt"
 )
 
+// parseRopes reads the rope of full-attention layers and, when it differs,
+// the rope of sliding layers. transformers 5 nests one rope_parameters
+// object per layer type; older Gemma 3 configs give rope_local_base_freq.
+func parseRopes(m map[string]json.RawMessage) (Rope, *Rope, error) {
+	var byType map[string]json.RawMessage
+	if raw, ok := m["rope_parameters"]; ok && !isNull(raw) {
+		if err := json.Unmarshal(raw, &byType); err == nil {
+			if _, nested := byType[Full]; !nested {
+				byType = nil
+			}
+		}
+	}
+	if byType != nil {
+		sub := func(t string) (Rope, error) {
+			flat := make(map[string]json.RawMessage, len(m))
+			for k, v := range m {
+				if k != "rope_parameters" && k != "rope_scaling" {
+					flat[k] = v
+				}
+			}
+			flat["rope_parameters"] = byType[t]
+			rp, err := parseRope(flat)
+			if err != nil {
+				return rp, fmt.Errorf("rope_parameters[%q]: %w", t, err)
+			}
+			return rp, nil
+		}
+		full, err := sub(Full)
+		if err != nil {
+			return full, nil, err
+		}
+		if _, ok := byType[Sliding]; !ok {
+			return full, nil, nil
+		}
+		sliding, err := sub(Sliding)
+		return full, &sliding, err
+	}
+	full, err := parseRope(m)
+	if err != nil {
+		return full, nil, err
+	}
+	r := reader{m: m}
+	if local := r.float("rope_local_base_freq", 0); local > 0 {
+		// Gemma 3 before transformers 5: local layers use plain rope at
+		// their own base; rope_scaling applies to global layers only.
+		sliding := Rope{Type: "default", Theta: local, PartialRotaryFactor: full.PartialRotaryFactor, Params: map[string]json.RawMessage{}}
+		return full, &sliding, r.err
+	}
+	return full, nil, r.err
+}
+
 // parseRope reads rope_parameters (transformers 5) or rope_theta with
 // rope_scaling (older configs); the two may be mixed, newer keys winning.
 func parseRope(m map[string]json.RawMessage) (Rope, error) {

@@ -127,6 +127,70 @@ ARCHS = {
     ),
 }
 
+# --- the generic tier's breadth (issue 8): dense archs with one quantized
+# variant each. Config values exercise each arch's special paths: softcaps on,
+# sliding windows shorter than the prompt, partial rotary, multipliers.
+GENERIC_VARIANTS = ("f32", "q4g64")
+ARCHS.update({
+    "gemma": dict(
+        embed_std=0.05, config="GemmaConfig", model="GemmaForCausalLM", seed=5000, variants=GENERIC_VARIANTS, norm_offset=True,
+        kwargs=dict(head_dim=16, hidden_act="gelu_pytorch_tanh", tie_word_embeddings=True, pad_token_id=0,
+                    rms_norm_eps=1e-6, rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+    ),
+    "gemma2": dict(
+        embed_std=0.05, config="Gemma2Config", model="Gemma2ForCausalLM", seed=6000, variants=GENERIC_VARIANTS, norm_offset=True,
+        kwargs=dict(num_hidden_layers=3, head_dim=16, hidden_activation="gelu_pytorch_tanh", tie_word_embeddings=True,
+                    pad_token_id=0, rms_norm_eps=1e-6, query_pre_attn_scalar=32, attn_logit_softcapping=3.0,
+                    final_logit_softcapping=8.0, sliding_window=6,
+                    rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+    ),
+    "gemma3": dict(
+        embed_std=0.05, config="Gemma3TextConfig", model="Gemma3ForCausalLM", seed=7000, variants=GENERIC_VARIANTS, norm_offset=True,
+        kwargs=dict(num_hidden_layers=3, head_dim=16, hidden_activation="gelu_pytorch_tanh", tie_word_embeddings=True,
+                    pad_token_id=0, rms_norm_eps=1e-6, query_pre_attn_scalar=16, sliding_window=6,
+                    layer_types=["sliding_attention", "sliding_attention", "full_attention"],
+                    rope_theta=1000000.0, rope_local_base_freq=10000.0,
+                    rope_scaling={"rope_type": "linear", "factor": 8.0}),
+    ),
+    "phi3": dict(
+        config="Phi3Config", model="Phi3ForCausalLM", seed=8000, variants=GENERIC_VARIANTS,
+        kwargs=dict(head_dim=16, tie_word_embeddings=False, pad_token_id=0, partial_rotary_factor=0.5,
+                    sliding_window=None, original_max_position_embeddings=32,
+                    rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0,
+                                     "short_factor": [1.0, 1.3, 2.1, 4.5], "long_factor": [1.1, 2.0, 4.0, 9.0],
+                                     "original_max_position_embeddings": 32}),
+    ),
+    "olmo2": dict(
+        config="Olmo2Config", model="Olmo2ForCausalLM", seed=9000, variants=GENERIC_VARIANTS,
+        kwargs=dict(tie_word_embeddings=False, pad_token_id=0, rms_norm_eps=1e-6,
+                    rope_parameters={"rope_type": "default", "rope_theta": 500000.0}),
+    ),
+    "glm4": dict(
+        config="Glm4Config", model="Glm4ForCausalLM", seed=10000, variants=GENERIC_VARIANTS,
+        kwargs=dict(head_dim=16, tie_word_embeddings=False, pad_token_id=0, attention_bias=True,
+                    partial_rotary_factor=0.5, rms_norm_eps=1e-5,
+                    rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+    ),
+    "granite": dict(
+        embed_std=0.1, config="GraniteConfig", model="GraniteForCausalLM", seed=11000, variants=GENERIC_VARIANTS,
+        kwargs=dict(head_dim=16, tie_word_embeddings=True, pad_token_id=0, embedding_multiplier=3.0,
+                    attention_multiplier=0.2, residual_multiplier=0.5, logits_scaling=2.0,
+                    rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+    ),
+    "starcoder2": dict(
+        config="Starcoder2Config", model="Starcoder2ForCausalLM", seed=12000, variants=GENERIC_VARIANTS,
+        kwargs=dict(tie_word_embeddings=True, pad_token_id=0, use_bias=True, norm_epsilon=1e-5,
+                    hidden_act="gelu_pytorch_tanh", sliding_window=None,
+                    rope_parameters={"rope_type": "default", "rope_theta": 100000.0}),
+    ),
+    "smollm3": dict(
+        config="SmolLM3Config", model="SmolLM3ForCausalLM", seed=13000, variants=GENERIC_VARIANTS,
+        kwargs=dict(num_hidden_layers=3, head_dim=16, tie_word_embeddings=True, pad_token_id=0,
+                    no_rope_layers=[1, 0, 1], use_sliding_window=False,
+                    rope_parameters={"rope_type": "default", "rope_theta": 2000000.0}),
+    ),
+})
+
 # Quantized variants: (group_size, bits).
 QUANT = {"q4g64": (64, 4), "q8g32": (32, 8)}
 # In qwen3-q4g64 the tied embedding (which is also the output head) is 8-bit group 32.
@@ -167,7 +231,7 @@ def param_seed(seed, name):
     return (seed * 1000003 + zlib.crc32(name.encode("utf-8"))) % (2**63 - 1)
 
 
-def init_weights(model, seed):
+def init_weights(model, seed, norm_offset=False, embed_std=None):
     """Returns fresh float32 master weights {name: tensor} for every unique parameter.
 
     Linear weights N(0, 1/sqrt(in)), doubled for the residual-stream outputs
@@ -183,15 +247,20 @@ def init_weights(model, seed):
     for name, p in model.named_parameters():
         g = torch.Generator(device="cpu").manual_seed(param_seed(seed, name))
         z = torch.randn(tuple(p.shape), generator=g, dtype=torch.float32)
-        if name.endswith("norm.weight"):
+        if name.endswith("norm.weight") and norm_offset:
+            w = 0.1 * z  # Gemma stores (scale - 1): the norm multiplies by 1 + w
+        elif name.endswith("norm.weight"):
             w = 1.0 + 0.1 * z
         elif name.endswith(".bias"):
             w = 0.1 * z
         elif name.endswith("embed_tokens.weight"):
-            w = (0.2 if tied else 0.3) * z
+            # Archs that scale the embedding up (Gemma's sqrt(hidden), Granite's
+            # multiplier) need a smaller one, or the token embedding swamps the
+            # residual stream and a tied head repeats the last token.
+            w = (embed_std or (0.2 if tied else 0.3)) * z
         elif name == "lm_head.weight":
             w = 0.3 * z
-        elif name.endswith("o_proj.weight") or name.endswith("down_proj.weight"):
+        elif name.endswith(("o_proj.weight", "down_proj.weight", "c_proj.weight")):
             w = 2.0 * z / float(p.shape[1]) ** 0.5
         elif p.ndim == 2:
             w = z / float(p.shape[1]) ** 0.5
@@ -410,7 +479,7 @@ def build_entry(arch, variant, out_dir, args_list):
         tied = is_tied(model)
         if tied != bool(config.tie_word_embeddings):
             raise RuntimeError(f"tied={tied} but tie_word_embeddings={config.tie_word_embeddings}")
-        master = init_weights(model, seed)
+        master = init_weights(model, seed, ARCHS[arch].get("norm_offset", False), ARCHS[arch].get("embed_std"))
         prompt = make_prompt(seed, config.vocab_size)
         tensors = qconf = qstats = None
         if variant == "f32":
@@ -433,8 +502,17 @@ def build_entry(arch, variant, out_dir, args_list):
         raise RuntimeError(f"{name}: no seed in {MAX_ATTEMPTS} attempts met the margin/distinct rules")
 
     # Checks on the accepted model.
-    inv = check_rope(model, config)
-    checks.append(f"inv_freq matches {config.rope_parameters.get('rope_type')}: {['%.6g' % v for v in inv]}")
+    if arch not in ("llama", "mistral", "qwen2", "qwen3"):
+        for mname, mod in model.named_modules():
+            if isinstance(getattr(mod, "inv_freq", None), torch.Tensor):
+                log(f"  {name} {mname}.inv_freq = {[float('%.8g' % v) for v in mod.inv_freq.tolist()]}"
+                    f" attention_scaling={getattr(mod, 'attention_scaling', None)}")
+            for attr in ("sliding_window", "scaling", "attn_logit_softcapping", "is_sliding", "use_rope"):
+                if attr in vars(mod) and not isinstance(getattr(mod, attr), nn.Module):
+                    log(f"  {name} {mname}.{attr} = {getattr(mod, attr)}")
+    if arch in ("llama", "mistral", "qwen2", "qwen3"):
+        inv = check_rope(model, config)
+        checks.append(f"inv_freq matches {config.rope_parameters.get('rope_type')}: {['%.6g' % v for v in inv]}")
     if not 1.0 <= std0 <= 4.0:
         log(f"  WARNING {name}: step-0 logit std {std0:.3g} outside [1, 4]")
     if arch == "mistral":
@@ -470,6 +548,9 @@ def build_entry(arch, variant, out_dir, args_list):
     if d > 1e-5:
         raise RuntimeError(f"reloaded {name} gives step-0 logits off by {d}")
     checks.append(f"reloaded from disk: step-0 max abs diff {d:.3g}")
+    if arch not in ("llama", "mistral", "qwen2", "qwen3"):
+        with open(os.path.join(entry_dir, "config.json")) as f:
+            log(f"  {name} config.json: {json.dumps(json.load(f), sort_keys=True)}")
 
     golden = {
         "script": SCRIPT,
@@ -514,6 +595,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="output folder")
     ap.add_argument("--only", help="build only this entry, e.g. llama-f32 (merged into an existing manifest)")
+    ap.add_argument("--archs", help="build only these archs, comma-separated (merged into an existing manifest)")
     args = ap.parse_args()
     args_list = sys.argv[1:]
 
@@ -523,7 +605,9 @@ def main():
     log(f"python {sys.version.split()[0]} torch {torch.__version__} transformers {transformers.__version__} "
         f"numpy {np.__version__}")
 
-    names = [f"{a}-{v}" for a in ARCHS for v in VARIANTS]
+    names = [f"{a}-{v}" for a in ARCHS for v in ARCHS[a].get("variants", VARIANTS)]
+    if args.archs:
+        names = [n for n in names if n.split("-")[0] in args.archs.split(",")]
     if args.only:
         if args.only not in names:
             ap.error(f"unknown entry {args.only!r}; entries: {', '.join(names)}")
@@ -531,7 +615,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     mpath = os.path.join(args.out, "manifest.json")
     entries = {}
-    if args.only and os.path.exists(mpath):
+    if (args.only or args.archs) and os.path.exists(mpath):
         with open(mpath) as f:
             entries = {e["name"]: e for e in json.load(f)["entries"]}
     failed = []
@@ -542,7 +626,7 @@ def main():
         except Exception:
             failed.append(name)
             log(f"FAILED {name}:\n{traceback.format_exc()}")
-    order = [f"{a}-{v}" for a in ARCHS for v in VARIANTS]
+    order = [f"{a}-{v}" for a in ARCHS for v in ARCHS[a].get("variants", VARIANTS)]
     manifest = {
         "oracle": f"transformers {transformers.__version__}",
         "torch": torch.__version__,

@@ -15,13 +15,14 @@ func TestResolve(t *testing.T) {
 		modelType string
 		want      string // descriptor key, or "" for unsupported
 	}{
-		{"llama", "llama"}, {"mistral", "llama"}, {"qwen2", "qwen2"}, {"qwen3", "qwen3"}, {"rwkv7", ""}, {"qwen3_moe", ""},
+		{"llama", "llama"}, {"mistral", "llama"}, {"qwen2", "qwen2"}, {"qwen3", "qwen3"}, {"gemma3_text", "gemma3_text"},
+		{"phi3", "phi3"}, {"rwkv7", ""}, {"qwen3_moe", ""}, {"granite", ""},
 	}
 	for _, tt := range tests {
 		c := &config.Config{ModelType: tt.modelType, TextModelType: tt.modelType}
 		f, err := family.Resolve(fams, c)
 		if tt.want == "" {
-			if !errors.Is(err, family.ErrUnsupported) || !strings.Contains(err.Error(), "llama, mistral, qwen2, qwen3") {
+			if !errors.Is(err, family.ErrUnsupported) || !strings.Contains(err.Error(), "gemma, gemma2, gemma3_text, glm4, llama, mistral, olmo2, phi3, qwen2, qwen3, smollm3, starcoder2") {
 				t.Errorf("Resolve(%q) = %v, %v; want ErrUnsupported listing the supported types", tt.modelType, f, err)
 			}
 			continue

@@ -1,6 +1,7 @@
 package universal
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 
@@ -11,23 +12,53 @@ import (
 	"hearth/engine/tensor"
 )
 
-// Model is the universal pre-norm decoder.
+// Model is the universal decoder.
 type Model struct {
-	cfg    *config.Config
-	desc   Descriptor
-	embed  tensor.T
-	layers []layer
-	norm   nn.RMSNorm
-	head   tensor.T
-	rope   *tensor.Rope
+	cfg        *config.Config
+	desc       Descriptor
+	embed      tensor.T
+	embedScale float32 // 0 = none
+	layers     []layer
+	norm       norm
+	head       tensor.T
+	finalCap   float32 // final_logit_softcapping; 0 = none
+	act        func(g *tensor.Graph, x tensor.T) tensor.T
+	attnScale  float32
+	attnCap    float32
 }
 
 type layer struct {
-	attnNorm, mlpNorm nn.RMSNorm
-	q, k, v, o        nn.Linear
-	qNorm, kNorm      nn.RMSNorm
-	gate, up, down    nn.Linear
-	window            int
+	norms     [4]norm // by position in the block; unused ones are zero
+	q, k, v   nn.Linear
+	qkv       nn.Linear // fused (Phi-3)
+	o         nn.Linear
+	qNorm     norm
+	kNorm     norm
+	gate, up  nn.Linear
+	gateUp    nn.Linear // fused (Phi-3, GLM-4)
+	down      nn.Linear
+	rope      *nn.Rope // nil: this layer uses no rope (SmolLM3's NoPE layers)
+	window    int
+	hasGateUp bool
+}
+
+// norm is one normalization layer of the descriptor's kind.
+type norm struct {
+	kind  NormKind
+	w, b  tensor.T
+	eps   float32
+	valid bool
+}
+
+func (n norm) forward(g *tensor.Graph, x tensor.T) tensor.T {
+	switch n.kind {
+	case LayerNorm:
+		return g.LayerNorm(x, n.w, n.b, n.eps)
+	case OffsetRMSNorm:
+		return g.RMSNorm(x, n.w, n.eps, 1)
+	default:
+		return g.RMSNorm(x, n.w, n.eps, 0)
+	}
 }
 
 // New binds the checkpoint's tensors by their Hugging Face names.
@@ -36,47 +67,124 @@ func New(c *config.Config, l *nn.Loader) (family.Model, error) {
 	if !ok {
 		return nil, fmt.Errorf("universal: no descriptor for model_type %q", c.TextModelType)
 	}
-	if c.HiddenAct != "" && c.HiddenAct != "silu" {
-		return nil, fmt.Errorf("universal %s: hidden_act %q is not supported (silu is)", c.TextModelType, c.HiddenAct)
+	m := &Model{cfg: c, desc: d}
+	var err error
+	if m.act, err = activation(c.HiddenAct); err != nil {
+		return nil, fmt.Errorf("universal %s: %w", c.TextModelType, err)
 	}
-	rope, err := nn.NewRope(c.Rope, c.HeadDim)
+	extra := &extras{m: c.Text}
+	eps := float32(c.RMSNormEps)
+	if d.NormEpsKey != "" {
+		eps = float32(extra.float(d.NormEpsKey, c.RMSNormEps))
+	}
+	m.attnScale = float32(1 / math.Sqrt(float64(c.HeadDim)))
+	if s := extra.float("query_pre_attn_scalar", 0); s > 0 {
+		m.attnScale = float32(1 / math.Sqrt(s))
+	}
+	m.attnCap = float32(extra.float("attn_logit_softcapping", 0))
+	m.finalCap = float32(extra.float("final_logit_softcapping", 0))
+	if d.EmbedScale {
+		m.embedScale = float32(math.Sqrt(float64(c.HiddenSize)))
+	}
+	if extra.err != nil {
+		return nil, fmt.Errorf("universal %s: %w", c.TextModelType, extra.err)
+	}
+	full, err := nn.NewRope(c.Rope, c.HeadDim, c.MaxPositionEmbeddings)
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{cfg: c, desc: d, rope: rope}
-	eps := float32(c.RMSNormEps)
-	hidden, inter := c.HiddenSize, c.IntermediateSize
-	m.embed = l.Linear("model.embed_tokens", c.VocabSize, hidden, false).W
-	m.norm = nn.RMSNorm{W: l.Tensor("model.norm.weight", hidden), Eps: eps}
+	sliding := full
+	if c.SlidingRope != nil {
+		if sliding, err = nn.NewRope(*c.SlidingRope, c.HeadDim, c.MaxPositionEmbeddings); err != nil {
+			return nil, err
+		}
+	}
+	var useRope []int
+	if raw, ok := c.Text["no_rope_layers"]; ok && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &useRope); err != nil || len(useRope) != c.NumHiddenLayers {
+			return nil, fmt.Errorf(`"no_rope_layers" must list 0 or 1 for each of the %d layers`, c.NumHiddenLayers)
+		}
+	}
+	if d.RopeTraditional {
+		full, sliding = traditional(full), traditional(sliding)
+	}
+
+	hidden, vocab := c.HiddenSize, c.VocabSize
+	newNorm := func(name string, dim int) norm {
+		n := norm{kind: d.Norm, eps: eps, valid: true, w: l.Tensor(name+".weight", dim)}
+		if d.Norm == LayerNorm {
+			n.b = l.Tensor(name+".bias", dim)
+		}
+		return n
+	}
+	m.embed = l.Linear("model.embed_tokens", vocab, hidden, false).W
+	m.norm = newNorm("model.norm", hidden)
 	if c.TieWordEmbeddings {
 		m.head = m.embed
 	} else {
-		m.head = l.Linear("lm_head", c.VocabSize, hidden, false).W
+		m.head = l.Linear("lm_head", vocab, hidden, false).W
 	}
-	qkvBias := d.QKVBias || c.AttentionBias
 	for i := 0; i < c.NumHiddenLayers; i++ {
-		p := fmt.Sprintf("model.layers.%d.", i)
-		ly := layer{
-			attnNorm: nn.RMSNorm{W: l.Tensor(p+"input_layernorm.weight", hidden), Eps: eps},
-			mlpNorm:  nn.RMSNorm{W: l.Tensor(p+"post_attention_layernorm.weight", hidden), Eps: eps},
-			q:        l.Linear(p+"self_attn.q_proj", c.QDim(), hidden, qkvBias),
-			k:        l.Linear(p+"self_attn.k_proj", c.KVDim(), hidden, qkvBias),
-			v:        l.Linear(p+"self_attn.v_proj", c.KVDim(), hidden, qkvBias),
-			o:        l.Linear(p+"self_attn.o_proj", hidden, c.QDim(), c.AttentionBias),
-			gate:     l.Linear(p+"mlp.gate_proj", inter, hidden, c.MLPBias),
-			up:       l.Linear(p+"mlp.up_proj", inter, hidden, c.MLPBias),
-			down:     l.Linear(p+"mlp.down_proj", hidden, inter, c.MLPBias),
-		}
-		if d.QKNorm {
-			ly.qNorm = nn.RMSNorm{W: l.Tensor(p+"self_attn.q_norm.weight", c.HeadDim), Eps: eps}
-			ly.kNorm = nn.RMSNorm{W: l.Tensor(p+"self_attn.k_norm.weight", c.HeadDim), Eps: eps}
-		}
+		ly := m.bindLayer(l, fmt.Sprintf("model.layers.%d.", i), newNorm)
+		ly.rope = full
 		if c.IsSliding(i) {
-			ly.window = c.SlidingWindow
+			ly.window, ly.rope = c.SlidingWindow, sliding
+		}
+		if useRope != nil && useRope[i] == 0 {
+			ly.rope = nil
 		}
 		m.layers = append(m.layers, ly)
 	}
 	return m, l.Err()
+}
+
+func (m *Model) bindLayer(l *nn.Loader, p string, newNorm func(string, int) norm) layer {
+	c, d := m.cfg, m.desc
+	hidden, inter := c.HiddenSize, c.IntermediateSize
+	qkvBias := d.QKVBias || d.AllBias || c.AttentionBias
+	oBias := d.AllBias || (c.AttentionBias && !d.NoOBias)
+	var ly layer
+	names := map[BlockKind][4]string{
+		PreNorm:  {"input_layernorm", "", "post_attention_layernorm", ""},
+		Sandwich: {"input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm", "post_feedforward_layernorm"},
+		PostNorm: {"", "post_attention_layernorm", "", "post_feedforward_layernorm"},
+		GLM:      {"input_layernorm", "post_self_attn_layernorm", "post_attention_layernorm", "post_mlp_layernorm"},
+	}[d.Block]
+	for i, name := range names {
+		if name != "" {
+			ly.norms[i] = newNorm(p+name, hidden)
+		}
+	}
+	a := p + "self_attn."
+	if d.FusedQKV {
+		ly.qkv = l.Linear(a+"qkv_proj", c.QDim()+2*c.KVDim(), hidden, qkvBias)
+	} else {
+		ly.q = l.Linear(a+"q_proj", c.QDim(), hidden, qkvBias)
+		ly.k = l.Linear(a+"k_proj", c.KVDim(), hidden, qkvBias)
+		ly.v = l.Linear(a+"v_proj", c.KVDim(), hidden, qkvBias)
+	}
+	ly.o = l.Linear(a+"o_proj", hidden, c.QDim(), oBias)
+	switch d.QKNorm {
+	case PerHead:
+		ly.qNorm, ly.kNorm = newNorm(a+"q_norm", c.HeadDim), newNorm(a+"k_norm", c.HeadDim)
+	case FullWidth:
+		ly.qNorm, ly.kNorm = newNorm(a+"q_norm", c.QDim()), newNorm(a+"k_norm", c.KVDim())
+	}
+	mlpBias := d.AllBias || c.MLPBias
+	switch {
+	case d.MLP == Plain:
+		ly.up = l.Linear(p+"mlp.c_fc", inter, hidden, mlpBias)
+		ly.down = l.Linear(p+"mlp.c_proj", hidden, inter, mlpBias)
+	case d.FusedUp:
+		ly.gateUp = l.Linear(p+"mlp.gate_up_proj", 2*inter, hidden, mlpBias)
+		ly.hasGateUp = true
+		ly.down = l.Linear(p+"mlp.down_proj", hidden, inter, mlpBias)
+	default:
+		ly.gate = l.Linear(p+"mlp.gate_proj", inter, hidden, mlpBias)
+		ly.up = l.Linear(p+"mlp.up_proj", inter, hidden, mlpBias)
+		ly.down = l.Linear(p+"mlp.down_proj", hidden, inter, mlpBias)
+	}
+	return ly
 }
 
 // AuditIgnore lists the tensors the descriptor skips.
@@ -112,39 +220,123 @@ func (m *Model) Forward(g *tensor.Graph, b *family.Batch) (tensor.T, error) {
 	}
 	posT := g.InputInts(pos, n)
 	x := g.Embed(m.embed, g.InputInts(b.Tokens, n))
+	if m.embedScale != 0 {
+		x = g.Scale(x, m.embedScale)
+	}
 	for i := range m.layers {
 		var err error
-		if x, err = m.layers[i].forward(g, m, x, posT, b.Caches[i]); err != nil {
+		if x, err = m.layers[i].forward(g, m, x, posT, b.Pos+n, b.Caches[i]); err != nil {
 			return tensor.T{}, fmt.Errorf("layer %d: %w", i, err)
 		}
 	}
 	if !b.AllLogits {
 		x = g.Slice(x, 0, n-1, n)
 	}
-	return g.MatMul(m.norm.Forward(g, x), m.head), g.Err()
+	logits := g.MatMul(m.norm.forward(g, x), m.head)
+	if m.finalCap > 0 {
+		logits = g.TanhCap(logits, m.finalCap)
+	}
+	return logits, g.Err()
 }
 
-func (ly *layer) forward(g *tensor.Graph, m *Model, x, pos tensor.T, kv cache.Layer) (tensor.T, error) {
-	c := m.cfg
-	n := g.Shape(x)[0]
-	h := ly.attnNorm.Forward(g, x)
-	q := g.Reshape(ly.q.Forward(g, h), n, c.NumAttentionHeads, c.HeadDim)
-	k := g.Reshape(ly.k.Forward(g, h), n, c.NumKeyValueHeads, c.HeadDim)
-	v := g.Reshape(ly.v.Forward(g, h), n, c.NumKeyValueHeads, c.HeadDim)
-	if m.desc.QKNorm {
-		q = ly.qNorm.Forward(g, q)
-		k = ly.kNorm.Forward(g, k)
+func (ly *layer) forward(g *tensor.Graph, m *Model, x, pos tensor.T, end int, kv cache.Layer) (tensor.T, error) {
+	pre := func(i int, x tensor.T) tensor.T {
+		if ly.norms[i].valid {
+			return ly.norms[i].forward(g, x)
+		}
+		return x
 	}
-	q = g.RoPE(q, pos, m.rope)
-	k = g.RoPE(k, pos, m.rope)
-	view, err := kv.Update(g, k, v)
+	a, err := ly.attention(g, m, pre(0, x), pos, end, kv)
 	if err != nil {
 		return x, err
 	}
-	spec := view.Spec(tensor.AttnSpec{Scale: float32(1 / math.Sqrt(float64(c.HeadDim))), Window: ly.window})
-	a := g.Attention(q, view.K, view.V, spec)
-	x = g.Add(x, ly.o.Forward(g, g.Reshape(a, n, c.QDim())))
-	h = ly.mlpNorm.Forward(g, x)
-	mlp := ly.down.Forward(g, g.Mul(g.SiLU(ly.gate.Forward(g, h)), ly.up.Forward(g, h)))
-	return g.Add(x, mlp), nil
+	x = g.Add(x, pre(1, a))
+	return g.Add(x, pre(3, ly.mlp(g, m, pre(2, x)))), nil
+}
+
+func (ly *layer) attention(g *tensor.Graph, m *Model, h, pos tensor.T, end int, kv cache.Layer) (tensor.T, error) {
+	c := m.cfg
+	n := g.Shape(h)[0]
+	var q, k, v tensor.T
+	if !ly.qkv.W.IsNone() {
+		qkv := ly.qkv.Forward(g, h)
+		q = g.Slice(qkv, -1, 0, c.QDim())
+		k = g.Slice(qkv, -1, c.QDim(), c.QDim()+c.KVDim())
+		v = g.Slice(qkv, -1, c.QDim()+c.KVDim(), c.QDim()+2*c.KVDim())
+	} else {
+		q, k, v = ly.q.Forward(g, h), ly.k.Forward(g, h), ly.v.Forward(g, h)
+	}
+	if m.desc.QKNorm == FullWidth {
+		q, k = ly.qNorm.forward(g, q), ly.kNorm.forward(g, k)
+	}
+	q = g.Reshape(q, n, c.NumAttentionHeads, c.HeadDim)
+	k = g.Reshape(k, n, c.NumKeyValueHeads, c.HeadDim)
+	v = g.Reshape(v, n, c.NumKeyValueHeads, c.HeadDim)
+	if m.desc.QKNorm == PerHead {
+		q, k = ly.qNorm.forward(g, q), ly.kNorm.forward(g, k)
+	}
+	if ly.rope != nil {
+		table := ly.rope.Table(end)
+		q, k = g.RoPE(q, pos, table), g.RoPE(k, pos, table)
+	}
+	view, err := kv.Update(g, k, v)
+	if err != nil {
+		return h, err
+	}
+	spec := view.Spec(tensor.AttnSpec{Scale: m.attnScale, Window: ly.window, Softcap: m.attnCap})
+	out := g.Attention(q, view.K, view.V, spec)
+	return ly.o.Forward(g, g.Reshape(out, n, c.QDim())), nil
+}
+
+func (ly *layer) mlp(g *tensor.Graph, m *Model, h tensor.T) tensor.T {
+	if m.desc.MLP == Plain {
+		return ly.down.Forward(g, m.act(g, ly.up.Forward(g, h)))
+	}
+	var gate, up tensor.T
+	if ly.hasGateUp {
+		gu := ly.gateUp.Forward(g, h)
+		inter := m.cfg.IntermediateSize
+		gate, up = g.Slice(gu, -1, 0, inter), g.Slice(gu, -1, inter, 2*inter)
+	} else {
+		gate, up = ly.gate.Forward(g, h), ly.up.Forward(g, h)
+	}
+	return ly.down.Forward(g, g.Mul(m.act(g, gate), up))
+}
+
+// activation maps a Hugging Face hidden_act name onto an op.
+func activation(name string) (func(*tensor.Graph, tensor.T) tensor.T, error) {
+	switch name {
+	case "", "silu", "swish":
+		return (*tensor.Graph).SiLU, nil
+	case "gelu_pytorch_tanh", "gelu_new", "gelu_fast", "gelu_tanh":
+		return (*tensor.Graph).GELUTanh, nil
+	case "gelu":
+		return (*tensor.Graph).GELU, nil
+	}
+	return nil, fmt.Errorf("hidden_act %q is not supported (silu, gelu, gelu_pytorch_tanh are)", name)
+}
+
+// traditional makes a copy of r that rotates adjacent pairs.
+func traditional(r *nn.Rope) *nn.Rope { return r.WithTraditional() }
+
+// extras reads model-specific numbers from the config object, keeping the
+// first malformed one as an error.
+type extras struct {
+	m   map[string]json.RawMessage
+	err error
+}
+
+func (e *extras) float(key string, def float64) float64 {
+	raw, ok := e.m[key]
+	if !ok || string(raw) == "null" {
+		return def
+	}
+	var f float64
+	if err := json.Unmarshal(raw, &f); err != nil {
+		if e.err == nil {
+			e.err = fmt.Errorf("%q is %s, want a number", key, raw)
+		}
+		return def
+	}
+	return f
 }
