@@ -7,6 +7,9 @@ package parity
 import (
 	"context"
 	"math"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"hearth/engine"
@@ -120,6 +123,19 @@ func TestEveryDescriptorIsGreen(t *testing.T) {
 		}
 		if !v["f32"] || !quant {
 			t.Errorf("model_type %q is accepted by the generic tier but has no f32 and quantized manifest entries (has %v)", typ, v)
+		}
+	}
+}
+
+// TestModelsDoc keeps docs/models.md in step with the generic tier.
+func TestModelsDoc(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(testmodels.Root(), "..", "..", "docs", "models.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, typ := range universal.Types() {
+		if !strings.Contains(string(raw), "| `"+typ+"` |") {
+			t.Errorf("docs/models.md has no row for model_type %q", typ)
 		}
 	}
 }
