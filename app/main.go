@@ -1,98 +1,124 @@
-// Command hearth is Hearth's program: a local LLM engine. Until the HTTP
-// server lands, it loads a model and prints what the engine sees and a
-// greedy continuation of token ids.
+// Command hearth is Hearth's program: a local LLM engine with an OpenAI-
+// and Anthropic-compatible HTTP API.
+//
+//	hearth [serve]            start the server (the default command)
+//	hearth run MODEL [PROMPT] chat in the terminal, or answer PROMPT
+//	hearth ls                 list the models in the Hugging Face cache
+//	hearth ps                 show what the running server has loaded
+//	hearth pull MODEL         download a model into the Hugging Face cache
+//	hearth rm MODEL           delete a model from the Hugging Face cache
+//	hearth version            print the version
+//
+// Settings enter here, from flags and HEARTH_* variables, and travel down
+// as options; nothing below app/ reads the environment (except the
+// registry's Hugging Face variables, read through registry.HubCache).
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
-	"strconv"
+	"runtime"
 	"strings"
-
-	"hearth/engine"
-	"hearth/internal/testmodels"
 )
 
-const version = "0.1.0-dev"
+// version is the program's version (set at build time with
+// -ldflags "-X main.version=…").
+var version = "0.1.0-dev"
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "hearth:", err)
+	c := &cli{ctx: context.Background(), env: osEnv{}, stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}
+	if err := c.run(os.Args[1:]); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "hearth:", err)
+		}
 		os.Exit(1)
 	}
 }
 
-func run(args []string) error {
-	cmd := "info"
-	if len(args) > 0 {
-		cmd, args = args[0], args[1:]
-	}
-	switch cmd {
-	case "version":
-		fmt.Println("hearth", version)
-		return nil
-	case "info":
-		return info(args)
-	default:
-		return fmt.Errorf("unknown command %q (commands: info, version)", cmd)
+// command is one subcommand.
+type command struct {
+	name, usage, summary string
+	run                  func(c *cli, args []string) error
+}
+
+// cli is what every command gets: its context, environment and streams.
+type cli struct {
+	ctx    context.Context // cancelled to stop a command (tests); serve adds SIGINT/SIGTERM
+	env    getenv
+	stdin  *os.File
+	stdout io.Writer
+	stderr io.Writer
+}
+
+// getenv reads a variable; tests pass a map instead of the process
+// environment.
+type getenv interface{ Getenv(string) string }
+
+type osEnv struct{}
+
+func (osEnv) Getenv(k string) string { return os.Getenv(k) }
+
+func commands() []command {
+	return []command{
+		{"serve", "serve [flags]", "start the HTTP server (the default)", (*cli).serve},
+		{"run", "run [flags] MODEL [PROMPT]", "chat with MODEL in the terminal, or answer PROMPT", (*cli).runModel},
+		{"ls", "ls", "list the models in the Hugging Face cache", (*cli).ls},
+		{"ps", "ps [flags]", "show what the running server has loaded", (*cli).ps},
+		{"pull", "pull MODEL", "download MODEL into the Hugging Face cache", (*cli).pull},
+		{"rm", "rm MODEL", "delete MODEL from the Hugging Face cache", (*cli).rm},
+		{"version", "version", "print the version", (*cli).version},
 	}
 }
 
-func info(args []string) error {
-	fs := flag.NewFlagSet("info", flag.ContinueOnError)
-	ids := fs.String("prompt-ids", "1,17,42,7", "comma-separated prompt token ids")
-	steps := fs.Int("n", 8, "greedy steps")
-	if err := fs.Parse(args); err != nil {
-		return err
+// context is the command's context.
+func (c *cli) context() context.Context { return c.ctx }
+
+// run dispatches args to a command.
+func (c *cli) run(args []string) error {
+	name := "serve"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		name, args = args[0], args[1:]
 	}
-	dir := fs.Arg(0)
-	if dir == "" {
-		// The smallest oracle-checked test model (random weights: it
-		// produces ids, not meaningful text).
-		dir = testmodels.Root() + "/qwen3-q4g64"
+	if name == "help" || name == "--help" || name == "-h" {
+		c.usage(c.stdout)
+		return nil
 	}
-	var prompt []int32
-	for _, s := range strings.Split(*ids, ",") {
-		v, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil {
-			return fmt.Errorf("--prompt-ids: %q is not an integer", s)
+	var names []string
+	for _, cmd := range commands() {
+		if cmd.name == name {
+			return cmd.run(c, args)
 		}
-		prompt = append(prompt, int32(v))
+		names = append(names, cmd.name)
 	}
-	m, err := engine.Load(dir, engine.Options{})
-	if err != nil {
-		return err
+	c.usage(c.stderr)
+	return fmt.Errorf("unknown command %q (commands: %s)", name, strings.Join(names, ", "))
+}
+
+func (c *cli) usage(w io.Writer) {
+	fmt.Fprintln(w, "Usage: hearth COMMAND [flags]")
+	fmt.Fprintln(w)
+	for _, cmd := range commands() {
+		fmt.Fprintf(w, "  %-28s %s\n", cmd.usage, cmd.summary)
 	}
-	defer m.Close()
-	c := m.Config
-	fmt.Printf("model     %s\nfamily    %s (%s)\nfidelity  %s\nbackend   %s\nshape     %d layers, hidden %d, %d heads (%d kv) × %d, vocab %d\n",
-		dir, m.Family.Name, m.Family.Tier, m.Family.Fidelity, m.Backend(), c.NumHiddenLayers, c.HiddenSize, c.NumAttentionHeads, c.NumKeyValueHeads, c.HeadDim, c.VocabSize)
-	seq, err := m.NewSequence(len(prompt) + *steps)
-	if err != nil {
-		return err
+	fmt.Fprintln(w, "\nRun hearth COMMAND -h for a command's flags.")
+}
+
+// flags makes a command's flag set, printing its usage to stderr.
+func (c *cli) flags(name, usage string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(c.stderr, "Usage: hearth %s\n", usage)
+		fs.PrintDefaults()
 	}
-	defer seq.Close()
-	logits, err := seq.Forward(context.Background(), prompt, false)
-	if err != nil {
-		return err
-	}
-	var out []string
-	for i := 0; i < *steps; i++ {
-		best := 0
-		for j, v := range logits {
-			if v > logits[best] {
-				best = j
-			}
-		}
-		out = append(out, strconv.Itoa(best))
-		if i+1 < *steps {
-			if logits, err = seq.Forward(context.Background(), []int32{int32(best)}, false); err != nil {
-				return err
-			}
-		}
-	}
-	fmt.Printf("greedy    %v → %s\n", prompt, strings.Join(out, ","))
+	return fs
+}
+
+func (c *cli) version(args []string) error {
+	fmt.Fprintf(c.stdout, "hearth %s (%s, %s/%s)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	return nil
 }

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"hearth/engine/fit"
+	"hearth/engine/pool"
+	"hearth/engine/registry"
+)
+
+// registry opens the model registry over the Hugging Face cache, with the
+// built-in default model registered as a local directory.
+func (c *cli) registry() *registry.Registry {
+	return registry.New(c.hub().CacheDir, temporaryDefaultModel().Dir)
+}
+
+// resolveModel finds what the user named on the command line: a repo id
+// in the cache, a short name, or a checkpoint directory. It refuses a model
+// that cannot fit in memory before any weight is read.
+func (c *cli) resolveModel(name string) (pool.Model, error) {
+	rec, err := c.registry().Resolve(name)
+	if err != nil {
+		return pool.Model{}, err
+	}
+	return admit(rec, 0)
+}
+
+// registryResolve is the server's resolver: names from HTTP requests reach
+// only models in the Hugging Face cache, never an arbitrary directory
+// (the --model directory is served as the default).
+func (c *cli) registryResolve(name string) (pool.Model, error) {
+	rec, err := c.registry().Resolve(name)
+	if err != nil {
+		return pool.Model{}, err
+	}
+	if rec.Revision == "" {
+		return pool.Model{}, fmt.Errorf("%w: %q is a directory, not a model in the Hugging Face cache (serve a directory with --model)", registry.ErrNotFound, name)
+	}
+	return admit(rec, 0)
+}
+
+// admit turns a record into a loadable model after the memory check.
+func admit(rec registry.Record, ctxTokens int) (pool.Model, error) {
+	m := pool.Model{ID: rec.Name(), Dir: rec.Dir}
+	if rec.Revision == "" {
+		m.ID = filepath.Base(rec.Dir)
+	}
+	if mem, err := fit.System(); err == nil {
+		v := registry.FitAt(mem, ctxTokens)(rec)
+		if v.Status == fit.WontFit {
+			if _, err := fit.Admit(m.ID, rec.Shape, fit.Options{ContextTokens: v.ContextTokens}, mem); err != nil {
+				return pool.Model{}, err
+			}
+		}
+	}
+	return m, nil
+}
+
+// ls prints the models in the Hugging Face cache (and the built-in one).
+func (c *cli) ls(args []string) error {
+	fs := c.flags("ls", "ls [flags]")
+	ctx := fs.Int("ctx", 0, "judge fit at this context length (0 = the default a load uses)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	reg := c.registry()
+	recs, err := reg.List()
+	if err != nil {
+		return err
+	}
+	var judge func(registry.Record) fit.Verdict
+	if mem, err := fit.System(); err == nil {
+		judge = registry.FitAt(mem, *ctx)
+	}
+	if err := registry.Table(c.stdout, recs, judge); err != nil {
+		return err
+	}
+	noun := "models"
+	if len(recs) == 1 {
+		noun = "model"
+	}
+	fmt.Fprintf(c.stdout, "\n%d %s (the Hugging Face cache is %s)\n", len(recs), noun, reg.CacheDir())
+	return nil
+}
+
+// hub reads the Hugging Face settings (HF_HOME, HF_HUB_CACHE, HF_ENDPOINT,
+// HF_TOKEN) through the registry's one reader.
+func (c *cli) hub() registry.Env {
+	home, _ := os.UserHomeDir()
+	return registry.HubEnv(c.env.Getenv, home)
+}
+
+// pullModel downloads name ("org/name" or "org/name@revision") into the
+// cache.
+func (c *cli) pullModel(ctx context.Context, name string, progress func(registry.Progress)) error {
+	repo, rev, _ := strings.Cut(name, "@")
+	env := c.hub()
+	return registry.Pull(ctx, registry.PullOptions{Endpoint: env.Endpoint, Token: env.Token, CacheDir: env.CacheDir, Repo: repo, Revision: rev}, progress)
+}
+
+// pull downloads models into the Hugging Face cache and says how well
+// Hearth supports each.
+func (c *cli) pull(args []string) error {
+	fs := c.flags("pull", "pull MODEL[@REVISION]...")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return errors.New("pull: name a model, e.g. hearth pull Qwen/Qwen3-0.6B")
+	}
+	ctx, stop := signal.NotifyContext(c.context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	for _, name := range fs.Args() {
+		bar := registry.NewBar(c.stderr)
+		if err := c.pullModel(ctx, name, bar.Update); err != nil {
+			return err
+		}
+		rec, err := c.registry().Resolve(name)
+		switch {
+		case err != nil:
+			fmt.Fprintf(c.stdout, "%s: downloaded, but Hearth cannot serve it: %v\n", name, err)
+		default:
+			fmt.Fprintf(c.stdout, "%s: %s tier (%s), %s; run: hearth run %s\n", rec.Name(), rec.Tier, rec.Family, fit.FormatBytes(rec.Bytes), rec.Name())
+		}
+	}
+	return nil
+}
+
+// rm deletes models from the Hugging Face cache.
+func (c *cli) rm(args []string) error {
+	fs := c.flags("rm", "rm MODEL...")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return errors.New("rm: name a model (hearth ls lists them)")
+	}
+	cache := c.hub().CacheDir
+	for _, name := range fs.Args() {
+		if err := registry.Remove(cache, name); err != nil {
+			return fmt.Errorf("rm: %w", err)
+		}
+		fmt.Fprintf(c.stdout, "deleted %s\n", name)
+	}
+	return nil
+}

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"hearth/engine"
+	"hearth/engine/pool"
+	"hearth/web"
+)
+
+// runnerFlags are the flags that shape a loaded model.
+type runnerFlags struct {
+	threads, ctx *int
+}
+
+func (c *cli) runnerFlags(fs interface {
+	Int(name string, value int, usage string) *int
+}) runnerFlags {
+	return runnerFlags{
+		threads: fs.Int("threads", 0, "CPU threads (0 = all cores)"),
+		ctx:     fs.Int("ctx", 0, "context length in tokens (0 = the smaller of 8192 and the model's)"),
+	}
+}
+
+func (f runnerFlags) options(queue int) engine.RunnerOptions {
+	return engine.RunnerOptions{Options: engine.Options{Threads: *f.threads}, ContextTokens: *f.ctx, QueueLen: queue}
+}
+
+func (c *cli) serve(args []string) error {
+	fs := c.flags("serve", "serve [flags]")
+	addr, err := c.addrFlags(fs)
+	if err != nil {
+		return err
+	}
+	model := fs.String("model", c.env.Getenv("HEARTH_MODEL"), "model to serve when a request names none: a Hugging Face repo id in the cache, or a checkpoint directory (env HEARTH_MODEL; default: the built-in model)")
+	origins := fs.String("origins", c.env.Getenv("HEARTH_ORIGINS"), "browser origins allowed besides the server's own, comma-separated; * in a host or port is a wildcard (env HEARTH_ORIGINS)")
+	queue := fs.Int("queue", 64, "requests that may wait for the model; more get 429")
+	quiet := fs.Bool("quiet", false, "log only errors")
+	rf := c.runnerFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("serve: unexpected argument %q (use --model to choose the model)", fs.Arg(0))
+	}
+	ctx, stop := signal.NotifyContext(c.context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	level := slog.LevelInfo
+	if *quiet {
+		level = slog.LevelError
+	}
+	log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: level}))
+
+	def := temporaryDefaultModel()
+	if *model != "" {
+		if def, err = c.resolveModel(*model); err != nil {
+			return err
+		}
+	}
+	p := pool.New(pool.Options{Runner: rf.options(*queue), Default: def, Resolve: c.registryResolve})
+	defer p.Close()
+
+	// Load the default model now: a model that cannot load fails here,
+	// not on the first request.
+	start := time.Now()
+	r, release, err := p.Get(ctx, "")
+	if err != nil {
+		return err
+	}
+	info := r.Info()
+	release()
+
+	ln, err := net.Listen("tcp", addr.addr())
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	srv := web.New(web.Options{Pool: p, Origins: splitList(*origins), Version: version, Logger: log, Registry: c.registry(), ContextTokens: *rf.ctx, Pull: c.pullModel})
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+
+	tcp := ln.Addr().(*net.TCPAddr)
+	url := "http://" + net.JoinHostPort(displayHost(tcp.IP), strconv.Itoa(tcp.Port))
+	fmt.Fprintf(c.stdout, "hearth %s serving %s (%s, %s, %d tokens of context; loaded in %s)\n",
+		version, info.ID, info.Family, info.Backend, info.ContextTokens, time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(c.stdout, "listening on %s  (OpenAI: %s/v1, Anthropic: %s/v1/messages)\n", url, url, url)
+	if strings.HasSuffix(def.Dir, "chat-tiny") && def.ID == "chat-tiny" {
+		fmt.Fprintln(c.stdout, "note: chat-tiny is a test model with random weights; its text is meaningless (use --model to serve a real one)")
+	}
+
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	fmt.Fprintln(c.stderr, "hearth: shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return <-done
+}
+
+// displayHost is how the banner names the listening address.
+func displayHost(ip net.IP) string {
+	if ip == nil || ip.IsUnspecified() {
+		return "127.0.0.1"
+	}
+	return ip.String()
+}

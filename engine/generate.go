@@ -1,0 +1,293 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"hearth/engine/sample"
+	"hearth/engine/template"
+	"hearth/engine/toolcall"
+)
+
+// Request is one generation request. Exactly one of Messages (chat),
+// Prompt (text completion) or PromptIDs (token completion) is set.
+type Request struct {
+	Messages json.RawMessage // OpenAI-shaped messages, verbatim
+	Tools    json.RawMessage // OpenAI-shaped tools, verbatim; enables tool-call parsing
+	// TemplateKwargs are extra chat-template variables (enable_thinking, …).
+	TemplateKwargs map[string]json.RawMessage
+
+	Prompt    string
+	PromptIDs []int32
+
+	MaxTokens   int // 0 = until the context is full
+	Stop        []string
+	Sample      sample.Options
+	Logprobs    bool
+	TopLogprobs int
+}
+
+// Delta is a piece of the answer. Content is text safe to show (never half
+// a UTF-8 character, never the start of a stop string or a tool call).
+type Delta struct {
+	Content   string
+	ToolCalls []toolcall.Call
+	Logprobs  []TokenLogprob
+}
+
+// TokenLogprob is one generated token with its log-probability and the most
+// likely alternatives.
+type TokenLogprob struct {
+	Token   string
+	ID      int32
+	Logprob float32
+	Top     []TokenLogprob
+}
+
+// Usage is what a finished request cost and why it ended.
+type Usage struct {
+	PromptTokens     int
+	CompletionTokens int
+	FinishReason     string // "stop", "length" or "tool_calls"
+	StopSequence     string // the stop string that ended the answer, if one did
+	TimeToFirstToken time.Duration
+	PrefillDuration  time.Duration
+	DecodeDuration   time.Duration
+}
+
+// prompt turns the request into token ids.
+func (r *Runner) prompt(req *Request) ([]int32, error) {
+	switch {
+	case req.Messages != nil:
+		if r.tmpl == nil {
+			return nil, &RequestError{fmt.Errorf("model %q has no chat template; use /v1/completions", r.id)}
+		}
+		opt := template.Options{Tools: req.Tools, AddGenerationPrompt: true, Extra: req.TemplateKwargs}
+		if raw, ok := req.TemplateKwargs["enable_thinking"]; ok {
+			var b bool
+			if err := json.Unmarshal(raw, &b); err != nil {
+				return nil, &RequestError{fmt.Errorf("enable_thinking must be true or false")}
+			}
+			opt.EnableThinking = &b
+		}
+		text, err := r.tmpl.Render(req.Messages, opt)
+		if err != nil {
+			return nil, &RequestError{err}
+		}
+		// Like transformers' apply_chat_template(tokenize=True): the
+		// template writes every special token itself.
+		return r.tok.Encode(text, false), nil
+	case req.PromptIDs != nil:
+		for _, id := range req.PromptIDs {
+			if id < 0 || int(id) >= r.model.Config.VocabSize {
+				return nil, &RequestError{fmt.Errorf("token id %d is outside the vocabulary [0, %d)", id, r.model.Config.VocabSize)}
+			}
+		}
+		return req.PromptIDs, nil
+	default:
+		return r.tok.Encode(req.Prompt, true), nil
+	}
+}
+
+// run executes one request on the worker goroutine.
+func (r *Runner) run(j *job) (Usage, error) {
+	req := &j.req
+	start := time.Now()
+	ids, err := r.prompt(req)
+	if err != nil {
+		return Usage{}, err
+	}
+	ctxTokens := r.info.ContextTokens
+	u := Usage{PromptTokens: len(ids)}
+	if len(ids) == 0 {
+		return u, &RequestError{errors.New("the prompt is empty")}
+	}
+	maxNew := ctxTokens - len(ids)
+	if req.MaxTokens > 0 {
+		if req.MaxTokens > maxNew {
+			return u, &ContextError{PromptTokens: len(ids), MaxTokens: req.MaxTokens, ContextTokens: ctxTokens}
+		}
+		maxNew = req.MaxTokens
+	}
+	if maxNew <= 0 {
+		return u, &ContextError{PromptTokens: len(ids), ContextTokens: ctxTokens}
+	}
+	seq, err := r.model.NewSequence(len(ids) + maxNew)
+	if err != nil {
+		return u, err
+	}
+	defer seq.Close()
+
+	logits, err := seq.Forward(j.ctx, ids, false)
+	if err != nil {
+		return u, err
+	}
+	u.PrefillDuration = time.Since(start)
+	out := newTextOut(r, req, j)
+	sampler := sample.New(req.Sample, ids)
+	decodeStart := time.Now()
+	u.FinishReason = "length"
+	for n := 0; n < maxNew; n++ {
+		var raw []float32
+		if req.Logprobs {
+			raw = append([]float32(nil), logits...) // before penalties
+		}
+		id := sampler.Sample(logits)
+		var lp *TokenLogprob
+		if raw != nil {
+			lp = r.logprob(sample.LogSoftmax(raw, id, req.TopLogprobs))
+		}
+		sampler.Accept(id)
+		u.CompletionTokens++
+		if n == 0 {
+			u.TimeToFirstToken = time.Since(start)
+		}
+		if r.eos[id] {
+			u.FinishReason = "stop"
+			if _, err := out.token(-1, lp); err != nil {
+				return u, err
+			}
+			break
+		}
+		stopped, err := out.token(id, lp)
+		if err != nil {
+			return u, err
+		}
+		if stopped != "" {
+			u.FinishReason, u.StopSequence = "stop", stopped
+			break
+		}
+		if n+1 == maxNew {
+			break
+		}
+		if logits, err = seq.Forward(j.ctx, []int32{id}, false); err != nil {
+			return u, err
+		}
+	}
+	u.DecodeDuration = time.Since(decodeStart)
+	calls, err := out.close()
+	if err != nil {
+		return u, err
+	}
+	if calls {
+		u.FinishReason = "tool_calls"
+	}
+	return u, nil
+}
+
+func (r *Runner) logprob(chosen sample.Logprob, top []sample.Logprob) *TokenLogprob {
+	piece := func(id int32) string { return r.tok.Decode([]int32{id}, false) }
+	lp := &TokenLogprob{ID: chosen.ID, Token: piece(chosen.ID), Logprob: chosen.Logprob}
+	for _, t := range top {
+		lp.Top = append(lp.Top, TokenLogprob{ID: t.ID, Token: piece(t.ID), Logprob: t.Logprob})
+	}
+	return lp
+}
+
+// textOut turns generated tokens into deltas: streaming detokenization,
+// stop strings held back until they can be ruled out, and tool-call markup
+// parsed out of the content.
+type textOut struct {
+	j       *job
+	stream  interface{ Add(int32) string }
+	flush   func() string
+	stops   []string
+	pending string
+	calls   *toolcall.Stream
+	sawCall bool
+}
+
+func newTextOut(r *Runner, req *Request, j *job) *textOut {
+	s := r.tok.NewStream(true)
+	o := &textOut{j: j, stream: s, flush: s.Flush, stops: req.Stop}
+	if len(req.Tools) > 0 && string(req.Tools) != "null" && r.tools != "" {
+		o.calls = toolcall.NewStream(r.tools)
+	}
+	return o
+}
+
+// token adds a generated token (id < 0: end of text) and returns the stop
+// string that ended the answer, if one did.
+func (o *textOut) token(id int32, lp *TokenLogprob) (string, error) {
+	if id >= 0 {
+		o.pending += o.stream.Add(id)
+	} else {
+		o.pending += o.flush()
+	}
+	stopped := ""
+	emit := o.pending
+	if i, which := firstStop(o.pending, o.stops); i >= 0 {
+		emit, stopped = o.pending[:i], which
+		o.pending = ""
+	} else if id >= 0 {
+		keep := heldBack(o.pending, o.stops)
+		emit = o.pending[:len(o.pending)-keep]
+		o.pending = o.pending[len(o.pending)-keep:]
+	} else {
+		o.pending = ""
+	}
+	d := Delta{Content: emit}
+	if o.calls != nil {
+		d.Content, d.ToolCalls = o.calls.Feed(emit)
+	}
+	if lp != nil {
+		d.Logprobs = []TokenLogprob{*lp}
+	}
+	o.sawCall = o.sawCall || len(d.ToolCalls) > 0
+	if d.Content == "" && d.ToolCalls == nil && d.Logprobs == nil {
+		return stopped, nil
+	}
+	return stopped, o.j.send(d)
+}
+
+// close flushes held-back text and reports whether any tool call was made.
+func (o *textOut) close() (bool, error) {
+	rest := o.pending + o.flush()
+	o.pending = ""
+	d := Delta{Content: rest}
+	if o.calls != nil {
+		content, calls := o.calls.Feed(rest)
+		tail, more, err := o.calls.Close()
+		if err != nil {
+			return o.sawCall, err
+		}
+		d.Content, d.ToolCalls = content+tail, append(calls, more...)
+	}
+	o.sawCall = o.sawCall || len(d.ToolCalls) > 0
+	if d.Content == "" && d.ToolCalls == nil {
+		return o.sawCall, nil
+	}
+	return o.sawCall, o.j.send(d)
+}
+
+// firstStop finds the earliest stop string in s.
+func firstStop(s string, stops []string) (int, string) {
+	best, which := -1, ""
+	for _, st := range stops {
+		if st == "" {
+			continue
+		}
+		if i := strings.Index(s, st); i >= 0 && (best < 0 || i < best) {
+			best, which = i, st
+		}
+	}
+	return best, which
+}
+
+// heldBack is the length of the longest suffix of s that is a proper prefix
+// of a stop string: text that may yet turn into a stop.
+func heldBack(s string, stops []string) int {
+	keep := 0
+	for _, st := range stops {
+		for n := min(len(st)-1, len(s)); n > keep; n-- {
+			if strings.HasSuffix(s, st[:n]) {
+				keep = n
+				break
+			}
+		}
+	}
+	return keep
+}

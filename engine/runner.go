@@ -1,0 +1,323 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+
+	"hearth/engine/family"
+	"hearth/engine/template"
+	"hearth/engine/tokenizer"
+	"hearth/engine/toolcall"
+	"hearth/engine/weights"
+)
+
+// Runner is a loaded model ready to serve: weights, tokenizer, chat
+// template and a bounded request queue. One goroutine owns the model;
+// Generate queues a request and streams its deltas back to the caller.
+type Runner struct {
+	id    string
+	model *Model
+	tok   *tokenizer.Tokenizer
+	tmpl  *template.Template // nil when the checkpoint has no chat template
+	tools toolcall.Format
+	info  Info
+	eos   map[int32]bool
+
+	queueLen int
+	mu       sync.Mutex
+	pending  []*job        // waiting for the worker, oldest first
+	wake     chan struct{} // signals the worker that pending grew
+	stop     chan struct{}
+	stopOnce sync.Once
+	wg       sync.WaitGroup
+}
+
+// RunnerOptions configure Open.
+type RunnerOptions struct {
+	Options
+	ID            string // the name clients use; default: the directory name
+	ContextTokens int    // default min(8192, max_position_embeddings)
+	QueueLen      int    // requests waiting beyond the running one; default 64
+}
+
+// Info describes a loaded model for /v1/models, /api/ps and the menu.
+type Info struct {
+	ID            string   `json:"id"`
+	Dir           string   `json:"dir"`
+	ModelType     string   `json:"model_type"`
+	Family        string   `json:"family"`
+	Tier          string   `json:"tier"`
+	Fidelity      string   `json:"fidelity"`
+	Capabilities  []string `json:"capabilities"`
+	Backend       string   `json:"backend"`
+	ContextTokens int      `json:"context_length"`
+	Params        int64    `json:"parameters"`
+	WeightBytes   int64    `json:"weight_bytes"`
+	Quantization  string   `json:"quantization"`
+}
+
+// Open loads dir (config, weights, tokenizer, chat template) and starts the
+// goroutine that owns it.
+func Open(dir string, opt RunnerOptions) (*Runner, error) {
+	m, err := Load(dir, opt.Options)
+	if err != nil {
+		return nil, err
+	}
+	r, err := newRunner(dir, m, opt)
+	if err != nil {
+		m.Close()
+		return nil, fmt.Errorf("load %s: %w", dir, err)
+	}
+	return r, nil
+}
+
+func newRunner(dir string, m *Model, opt RunnerOptions) (*Runner, error) {
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	tmpl, err := template.Load(dir)
+	if err != nil && !errors.Is(err, template.ErrNoTemplate) {
+		return nil, err
+	}
+	sum, err := weights.Scan(dir)
+	if err != nil {
+		return nil, err
+	}
+	c := m.Config
+	ctxTokens := opt.ContextTokens
+	if ctxTokens <= 0 {
+		ctxTokens = 8192
+	}
+	if c.MaxPositionEmbeddings > 0 {
+		ctxTokens = min(ctxTokens, c.MaxPositionEmbeddings)
+	}
+	id := opt.ID
+	if id == "" {
+		id = filepath.Base(dir)
+	}
+	caps := m.Family.Caps
+	queueLen := opt.QueueLen
+	if queueLen <= 0 {
+		queueLen = 64
+	}
+	r := &Runner{
+		id: id, model: m, tok: tok, tmpl: tmpl,
+		eos:   map[int32]bool{},
+		queueLen: queueLen,
+		wake:     make(chan struct{}, 1),
+		stop:     make(chan struct{}),
+	}
+	if tmpl != nil {
+		r.tools = toolcall.Detect(tmpl.Source())
+		if r.tools != "" {
+			caps |= family.Tools
+		}
+	}
+	for _, e := range c.EOSTokenIDs {
+		r.eos[int32(e)] = true
+	}
+	for _, e := range tok.EOS() {
+		r.eos[e] = true
+	}
+	r.info = Info{
+		ID: id, Dir: dir, ModelType: c.ModelType, Family: m.Family.Name, Tier: string(m.Family.Tier),
+		Fidelity: m.Family.Fidelity, Capabilities: append([]string{}, caps.Names()...), Backend: m.Backend(),
+		ContextTokens: ctxTokens, Params: sum.ParamCount, WeightBytes: sum.Bytes, Quantization: quantLabel(c.Quantization),
+	}
+	r.wg.Add(1)
+	go r.loop()
+	return r, nil
+}
+
+func quantLabel(raw json.RawMessage) string {
+	qc, err := weights.ParseQuantConfig(raw)
+	if err != nil || qc.Default == nil {
+		return ""
+	}
+	return fmt.Sprintf("q%dg%d", qc.Default.Bits, qc.Default.GroupSize)
+}
+
+// Info describes the model.
+func (r *Runner) Info() Info { return r.info }
+
+// Tokenizer is the model's tokenizer (safe for concurrent reads).
+func (r *Runner) Tokenizer() *tokenizer.Tokenizer { return r.tok }
+
+// Close stops the worker after the running request and frees the model.
+func (r *Runner) Close() error {
+	r.stopOnce.Do(func() { close(r.stop) })
+	r.wg.Wait()
+	return r.model.Close()
+}
+
+// ErrQueueFull is returned when the request queue is full.
+var ErrQueueFull = errors.New("too many requests are waiting; try again shortly")
+
+// ErrClosed is returned for requests that arrive after Close.
+var ErrClosed = errors.New("the model is being unloaded")
+
+// ContextError says a request does not fit in the model's context.
+type ContextError struct {
+	PromptTokens  int
+	MaxTokens     int
+	ContextTokens int
+}
+
+func (e *ContextError) Error() string {
+	if e.PromptTokens >= e.ContextTokens {
+		return fmt.Sprintf("the prompt is %d tokens, but the model's context is %d tokens", e.PromptTokens, e.ContextTokens)
+	}
+	return fmt.Sprintf("the prompt (%d tokens) plus max_tokens (%d) exceeds the model's context of %d tokens", e.PromptTokens, e.MaxTokens, e.ContextTokens)
+}
+
+// RequestError is a request the model cannot serve as asked (a bad
+// parameter value, a template that refuses the conversation). The server
+// answers it with a 400.
+type RequestError struct{ Err error }
+
+func (e *RequestError) Error() string { return e.Err.Error() }
+func (e *RequestError) Unwrap() error { return e.Err }
+
+type job struct {
+	ctx  context.Context
+	req  Request
+	out  chan Delta
+	done chan result
+}
+
+type result struct {
+	usage Usage
+	err   error
+}
+
+// Generate queues req and calls emit with each delta, in order, from the
+// caller's goroutine. It returns when generation ends, ctx is cancelled, or
+// emit returns an error (which cancels the generation).
+func (r *Runner) Generate(ctx context.Context, req Request, emit func(Delta) error) (Usage, error) {
+	if err := req.Sample.Validate(); err != nil {
+		return Usage{}, &RequestError{err}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // also tells the worker to stop if we leave early
+	j := &job{ctx: ctx, req: req, out: make(chan Delta, 16), done: make(chan result, 1)}
+	if err := r.enqueue(j); err != nil {
+		return Usage{}, err
+	}
+	var emitErr error
+	for {
+		select {
+		case d := <-j.out:
+			if emitErr == nil {
+				if emitErr = emit(d); emitErr != nil {
+					cancel()
+				}
+			}
+		case <-ctx.Done():
+			// The client left (or emit failed): don't wait for the
+			// worker, which sees the same cancellation.
+			if emitErr != nil {
+				return Usage{}, emitErr
+			}
+			return Usage{}, ctx.Err()
+		case res := <-j.done:
+			// The worker sent every delta before done: drain them.
+			for len(j.out) > 0 {
+				if d := <-j.out; emitErr == nil {
+					emitErr = emit(d)
+				}
+			}
+			if emitErr != nil && res.err == nil {
+				res.err = emitErr
+			}
+			return res.usage, res.err
+		}
+	}
+}
+
+// enqueue adds j to the pending list unless it is full. Requests whose
+// client has gone are dropped first, so they never hold a slot.
+func (r *Runner) enqueue(j *job) error {
+	select {
+	case <-r.stop:
+		return ErrClosed
+	default:
+	}
+	r.mu.Lock()
+	live := r.pending[:0]
+	for _, p := range r.pending {
+		if p.ctx.Err() == nil {
+			live = append(live, p)
+		} else {
+			p.done <- result{err: p.ctx.Err()}
+		}
+	}
+	r.pending = live
+	if len(r.pending) >= r.queueLen {
+		r.mu.Unlock()
+		return ErrQueueFull
+	}
+	r.pending = append(r.pending, j)
+	r.mu.Unlock()
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// next pops the oldest pending job, or nil.
+func (r *Runner) next() *job {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.pending) == 0 {
+		return nil
+	}
+	j := r.pending[0]
+	r.pending = r.pending[1:]
+	return j
+}
+
+func (r *Runner) loop() {
+	defer r.wg.Done()
+	for {
+		select {
+		case <-r.stop:
+			for j := r.next(); j != nil; j = r.next() {
+				j.done <- result{err: ErrClosed}
+			}
+			return
+		case <-r.wake:
+		}
+		for j := r.next(); j != nil; j = r.next() {
+			if err := j.ctx.Err(); err != nil {
+				j.done <- result{err: err}
+				continue
+			}
+			u, err := r.run(j)
+			j.done <- result{usage: u, err: err}
+			select {
+			case <-r.stop:
+				for j := r.next(); j != nil; j = r.next() {
+					j.done <- result{err: ErrClosed}
+				}
+				return
+			default:
+			}
+		}
+	}
+}
+
+// send delivers a delta unless the request was cancelled.
+func (j *job) send(d Delta) error {
+	select {
+	case j.out <- d:
+		return nil
+	case <-j.ctx.Done():
+		return j.ctx.Err()
+	}
+}

@@ -1,0 +1,276 @@
+package web
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"hearth/engine"
+)
+
+// messagesRequest is POST /v1/messages (Anthropic's Messages API).
+type messagesRequest struct {
+	Model         string          `json:"model"`
+	MaxTokens     *int            `json:"max_tokens"`
+	Messages      json.RawMessage `json:"messages"`
+	System        json.RawMessage `json:"system"`
+	StopSequences []string        `json:"stop_sequences"`
+	Stream        bool            `json:"stream"`
+	Temperature   *float64        `json:"temperature"`
+	TopP          *float64        `json:"top_p"`
+	TopK          *int            `json:"top_k"`
+	Tools         json.RawMessage `json:"tools"`
+	ToolChoice    json.RawMessage `json:"tool_choice"`
+}
+
+// messagesJob is a validated Messages request.
+type messagesJob struct {
+	model  string
+	req    engine.Request
+	stream bool
+}
+
+// block is one Anthropic content block (the fields of every kind we read).
+type block struct {
+	Type      string          `json:"type"`
+	Text      *string         `json:"text"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content"`
+}
+
+// parseMessages decodes and validates a Messages request and turns it into
+// the OpenAI-shaped conversation the chat template takes.
+func parseMessages(body []byte) (*messagesJob, error) {
+	var in messagesRequest
+	if err := decodeJSON(body, &in); err != nil {
+		return nil, err
+	}
+	if in.MaxTokens == nil {
+		return nil, badRequest("max_tokens", "max_tokens: required")
+	}
+	if *in.MaxTokens < 1 {
+		return nil, badRequest("max_tokens", "max_tokens: must be at least 1, got %d", *in.MaxTokens)
+	}
+	p := samplingParams{Temperature: in.Temperature, TopP: in.TopP, TopK: in.TopK}
+	opt, err := p.options(1)
+	if err != nil {
+		return nil, err
+	}
+	if len(in.StopSequences) > maxStops {
+		return nil, badRequest("stop_sequences", "stop_sequences: at most %d are allowed, got %d", maxStops, len(in.StopSequences))
+	}
+	var stops []string
+	for _, s := range in.StopSequences {
+		if s != "" {
+			stops = append(stops, s)
+		}
+	}
+	msgs, err := anthropicConversation(in.System, in.Messages)
+	if err != nil {
+		return nil, err
+	}
+	job := &messagesJob{model: in.Model, stream: in.Stream}
+	job.req = engine.Request{Messages: msgs, MaxTokens: *in.MaxTokens, Stop: stops, Sample: opt}
+	useTools := true
+	if !isNull(in.ToolChoice) {
+		var tc struct {
+			Type string `json:"type"`
+		}
+		if err := json.Unmarshal(in.ToolChoice, &tc); err != nil {
+			return nil, badRequest("tool_choice", "tool_choice: expected an object with a type")
+		}
+		switch tc.Type {
+		case "auto":
+		case "none":
+			useTools = false
+		case "any", "tool":
+			return nil, badRequest("tool_choice", "tool_choice: %q is not supported yet (no constrained decoding); use \"auto\"", tc.Type)
+		default:
+			return nil, badRequest("tool_choice.type", "tool_choice.type: unknown value %q", tc.Type)
+		}
+	}
+	tools, err := anthropicTools(in.Tools)
+	if err != nil {
+		return nil, err
+	}
+	if useTools && tools != nil {
+		job.req.Tools = tools
+	}
+	return job, nil
+}
+
+// anthropicTools converts [{name, description, input_schema}] to OpenAI
+// function tools.
+func anthropicTools(raw json.RawMessage) (json.RawMessage, error) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	var tools []struct {
+		Type        string          `json:"type"`
+		Name        string          `json:"name"`
+		Description *string         `json:"description"`
+		InputSchema json.RawMessage `json:"input_schema"`
+	}
+	if err := json.Unmarshal(raw, &tools); err != nil {
+		return nil, badRequest("tools", "tools: expected an array of {name, description, input_schema}")
+	}
+	if len(tools) == 0 {
+		return nil, nil
+	}
+	out := make([]object, len(tools))
+	for i, t := range tools {
+		at := fmt.Sprintf("tools[%d]", i)
+		if t.Type != "" && t.Type != "custom" {
+			return nil, badRequest(at+".type", "%s.type: server tool %q is not supported", at, t.Type)
+		}
+		if t.Name == "" {
+			return nil, badRequest(at+".name", "%s.name: required", at)
+		}
+		fn := object{{"name", mustJSON(t.Name)}}
+		if t.Description != nil {
+			fn = append(fn, field{"description", mustJSON(*t.Description)})
+		}
+		schema := t.InputSchema
+		if isNull(schema) {
+			schema = json.RawMessage(`{"type":"object","properties":{}}`)
+		}
+		fn = append(fn, field{"parameters", schema})
+		out[i] = object{{"type", mustJSON("function")}, {"function", mustJSON(fn)}}
+	}
+	return mustJSON(out), nil
+}
+
+// anthropicConversation turns system + messages into OpenAI messages:
+// system becomes a system message, tool_use blocks assistant tool_calls,
+// and tool_result blocks tool messages (placed before the user text of
+// the same turn).
+func anthropicConversation(system, raw json.RawMessage) (json.RawMessage, error) {
+	var out []object
+	if !isNull(system) {
+		text, err := blockText("system", system)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, object{{"role", mustJSON("system")}, {"content", mustJSON(text)}})
+	}
+	if isNull(raw) {
+		return nil, badRequest("messages", "messages: required (an array of at least one message)")
+	}
+	var msgs []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	}
+	if err := json.Unmarshal(raw, &msgs); err != nil {
+		return nil, badRequest("messages", "messages: expected an array of {role, content}")
+	}
+	if len(msgs) == 0 {
+		return nil, badRequest("messages", "messages: at least one message is required")
+	}
+	for i, m := range msgs {
+		at := fmt.Sprintf("messages[%d]", i)
+		if m.Role != "user" && m.Role != "assistant" {
+			return nil, badRequest(at+".role", "%s.role: expected user or assistant, got %q", at, m.Role)
+		}
+		if isNull(m.Content) {
+			return nil, badRequest(at+".content", "%s.content: required", at)
+		}
+		if m.Content[0] == '"' {
+			var s string
+			json.Unmarshal(m.Content, &s)
+			out = append(out, object{{"role", mustJSON(m.Role)}, {"content", mustJSON(s)}})
+			continue
+		}
+		var blocks []block
+		if err := json.Unmarshal(m.Content, &blocks); err != nil {
+			return nil, badRequest(at+".content", "%s.content: expected a string or an array of content blocks", at)
+		}
+		msgs, err := anthropicTurn(at, m.Role, blocks)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, msgs...)
+	}
+	return mustJSON(out), nil
+}
+
+// anthropicTurn converts one message's blocks.
+func anthropicTurn(at, role string, blocks []block) ([]object, error) {
+	var (
+		texts []string
+		calls []object
+		tools []object
+	)
+	for j, b := range blocks {
+		bat := fmt.Sprintf("%s.content[%d]", at, j)
+		switch b.Type {
+		case "text":
+			if b.Text == nil {
+				return nil, badRequest(bat+".text", "%s.text: required", bat)
+			}
+			texts = append(texts, *b.Text)
+		case "tool_use":
+			if role != "assistant" {
+				return nil, badRequest(bat, "%s: tool_use blocks belong to assistant messages", bat)
+			}
+			input := b.Input
+			if isNull(input) {
+				input = json.RawMessage("{}")
+			}
+			if input[0] != '{' {
+				return nil, badRequest(bat+".input", "%s.input: expected an object", bat)
+			}
+			fn := object{{"name", mustJSON(b.Name)}, {"arguments", input}}
+			calls = append(calls, object{{"id", mustJSON(b.ID)}, {"type", mustJSON("function")}, {"function", mustJSON(fn)}})
+		case "tool_result":
+			if role != "user" {
+				return nil, badRequest(bat, "%s: tool_result blocks belong to user messages", bat)
+			}
+			text := ""
+			if !isNull(b.Content) {
+				var err error
+				if text, err = blockText(bat+".content", b.Content); err != nil {
+					return nil, err
+				}
+			}
+			tools = append(tools, object{{"role", mustJSON("tool")}, {"tool_call_id", mustJSON(b.ToolUseID)}, {"content", mustJSON(text)}})
+		case "thinking", "redacted_thinking":
+			// Earlier reasoning is not replayed to the template.
+		case "image", "document", "search_result":
+			return nil, badRequest(bat, "%s: %s content is not supported yet (text only)", bat, b.Type)
+		default:
+			return nil, badRequest(bat+".type", "%s.type: unknown content block type %q", bat, b.Type)
+		}
+	}
+	out := tools
+	if len(texts) > 0 || len(calls) > 0 || len(tools) == 0 {
+		m := object{{"role", mustJSON(role)}, {"content", mustJSON(strings.Join(texts, "\n"))}}
+		if len(calls) > 0 {
+			m = append(m, field{"tool_calls", mustJSON(calls)})
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// blockText reads a string or an array of text blocks as one string.
+func blockText(at string, raw json.RawMessage) (string, error) {
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return s, nil
+	}
+	var blocks []block
+	if err := json.Unmarshal(raw, &blocks); err != nil {
+		return "", badRequest(at, "%s: expected a string or an array of text blocks", at)
+	}
+	texts := make([]string, 0, len(blocks))
+	for j, b := range blocks {
+		if b.Type != "text" || b.Text == nil {
+			return "", badRequest(fmt.Sprintf("%s[%d]", at, j), "%s[%d]: only text blocks are supported here, got %q", at, j, b.Type)
+		}
+		texts = append(texts, *b.Text)
+	}
+	return strings.Join(texts, "\n"), nil
+}

@@ -1,0 +1,256 @@
+package web
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"hearth/engine"
+	"hearth/engine/toolcall"
+)
+
+// Anthropic response shapes.
+
+type messageBody struct {
+	ID           string         `json:"id"`
+	Type         string         `json:"type"` // "message"
+	Role         string         `json:"role"`
+	Model        string         `json:"model"`
+	Content      []contentBlock `json:"content"`
+	StopReason   *string        `json:"stop_reason"`
+	StopSequence *string        `json:"stop_sequence"`
+	Usage        anthropicUsage `json:"usage"`
+}
+
+type contentBlock struct {
+	Type  string          `json:"type"` // "text" or "tool_use"
+	Text  *string         `json:"text,omitempty"`
+	ID    string          `json:"id,omitempty"`
+	Name  string          `json:"name,omitempty"`
+	Input json.RawMessage `json:"input,omitempty"`
+}
+
+type anthropicUsage struct {
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
+}
+
+// Stream events, fields in Anthropic's order.
+type (
+	messageStart struct {
+		Type    string      `json:"type"`
+		Message messageBody `json:"message"`
+	}
+	blockStart struct {
+		Type         string       `json:"type"`
+		Index        int          `json:"index"`
+		ContentBlock contentBlock `json:"content_block"`
+	}
+	blockDelta struct {
+		Type  string `json:"type"`
+		Index int    `json:"index"`
+		Delta any    `json:"delta"`
+	}
+	textDelta struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	jsonDelta struct {
+		Type        string `json:"type"`
+		PartialJSON string `json:"partial_json"`
+	}
+	blockStop struct {
+		Type  string `json:"type"`
+		Index int    `json:"index"`
+	}
+	messageDelta struct {
+		Type  string `json:"type"`
+		Delta struct {
+			StopReason   string  `json:"stop_reason"`
+			StopSequence *string `json:"stop_sequence"`
+		} `json:"delta"`
+		Usage anthropicUsage `json:"usage"`
+	}
+	messageStop struct {
+		Type string `json:"type"`
+	}
+)
+
+// stopReason maps the engine's finish reason. The engine does not say
+// whether "stop" was the end-of-turn token or a stop sequence, so both
+// report end_turn with stop_sequence null.
+func stopReason(finish string) string {
+	switch finish {
+	case "length":
+		return "max_tokens"
+	case "tool_calls":
+		return "tool_use"
+	}
+	return "end_turn"
+}
+
+// toolInput is a call's arguments as the JSON object Anthropic's input
+// field holds.
+func toolInput(c toolcall.Call) json.RawMessage {
+	a := strings.TrimSpace(argsText(c))
+	if strings.HasPrefix(a, "{") && json.Valid([]byte(a)) {
+		return json.RawMessage(a)
+	}
+	return json.RawMessage("{}")
+}
+
+func toolUseBlock(c toolcall.Call) contentBlock {
+	return contentBlock{Type: "tool_use", ID: c.ID, Name: c.Name, Input: toolInput(c)}
+}
+
+// messages serves POST /v1/messages.
+func (s *Server) messages(c echo.Context) error {
+	body, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	job, err := parseMessages(body)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	r, release, err := s.pool.Get(ctx, job.model)
+	if err != nil {
+		return err
+	}
+	defer release()
+	info := r.Info()
+	if job.req.Tools != nil && !hasCap(info, "tools") {
+		return badRequest("tools", "tools: model %q does not support tool calls (its chat template has no tool-call format)", info.ID)
+	}
+	msg := messageBody{ID: newID("msg_"), Type: "message", Role: "assistant", Model: info.ID, Content: []contentBlock{}}
+	return s.answerMessages(c, r, job, msg)
+}
+
+// answerMessages generates the answer and writes it, streamed or whole.
+func (s *Server) answerMessages(c echo.Context, g generator, job *messagesJob, msg messageBody) error {
+	if job.stream {
+		return s.streamMessages(c, g, job, msg)
+	}
+	ctx := c.Request().Context()
+	var (
+		text  strings.Builder
+		calls []contentBlock
+	)
+	u, err := g.Generate(ctx, job.req, func(d engine.Delta) error {
+		text.WriteString(d.Content)
+		for _, tc := range d.ToolCalls {
+			calls = append(calls, toolUseBlock(tc))
+		}
+		return nil
+	})
+	s.logGeneration("messages", msg.Model, u, err)
+	if err != nil {
+		return err
+	}
+	if text.Len() > 0 {
+		msg.Content = append(msg.Content, contentBlock{Type: "text", Text: strPtr(text.String())})
+	}
+	msg.Content = append(msg.Content, calls...)
+	msg.StopReason = strPtr(stopReason(u.FinishReason))
+	msg.Usage = anthropicUsage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
+	return c.JSON(http.StatusOK, msg)
+}
+
+// streamMessages streams Anthropic's events: message_start, then per
+// block content_block_start, content_block_delta (text_delta or
+// input_json_delta), content_block_stop, then message_delta with the stop
+// reason and usage, and message_stop.
+//
+// The prompt's token count is known only when generation ends, so
+// message_start reports input_tokens 0 and message_delta carries the real
+// count (as Anthropic's own message_delta usage may).
+func (s *Server) streamMessages(c echo.Context, g generator, job *messagesJob, msg messageBody) error {
+	w := newSSE(c)
+	var (
+		started bool
+		index   = -1
+		inText  bool
+	)
+	begin := func() error {
+		if started {
+			return nil
+		}
+		started = true
+		start := msg
+		start.Usage = anthropicUsage{}
+		return w.event("message_start", messageStart{Type: "message_start", Message: start})
+	}
+	closeBlock := func() error {
+		if !inText {
+			return nil
+		}
+		inText = false
+		return w.event("content_block_stop", blockStop{Type: "content_block_stop", Index: index})
+	}
+	emit := func(d engine.Delta) error {
+		if err := begin(); err != nil {
+			return err
+		}
+		if d.Content != "" {
+			if !inText {
+				inText = true
+				index++
+				if err := w.event("content_block_start", blockStart{Type: "content_block_start", Index: index,
+					ContentBlock: contentBlock{Type: "text", Text: strPtr("")}}); err != nil {
+					return err
+				}
+			}
+			if err := w.event("content_block_delta", blockDelta{Type: "content_block_delta", Index: index,
+				Delta: textDelta{Type: "text_delta", Text: d.Content}}); err != nil {
+				return err
+			}
+		}
+		for _, tc := range d.ToolCalls {
+			if err := closeBlock(); err != nil {
+				return err
+			}
+			index++
+			events := []struct {
+				name string
+				body any
+			}{
+				{"content_block_start", blockStart{Type: "content_block_start", Index: index,
+					ContentBlock: contentBlock{Type: "tool_use", ID: tc.ID, Name: tc.Name, Input: json.RawMessage("{}")}}},
+				{"content_block_delta", blockDelta{Type: "content_block_delta", Index: index,
+					Delta: jsonDelta{Type: "input_json_delta", PartialJSON: string(toolInput(tc))}}},
+				{"content_block_stop", blockStop{Type: "content_block_stop", Index: index}},
+			}
+			for _, e := range events {
+				if err := w.event(e.name, e.body); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	ctx := c.Request().Context()
+	u, err := g.Generate(ctx, job.req, emit)
+	s.logGeneration("messages stream", msg.Model, u, err)
+	if err != nil {
+		if !w.started {
+			return err
+		}
+		if ctx.Err() == nil {
+			w.event("error", errorBody(dialectAnthropic, classify(err)))
+		}
+		return nil
+	}
+	if begin() != nil || closeBlock() != nil {
+		return nil
+	}
+	delta := messageDelta{Type: "message_delta", Usage: anthropicUsage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}}
+	delta.Delta.StopReason = stopReason(u.FinishReason)
+	if w.event("message_delta", delta) != nil {
+		return nil
+	}
+	w.event("message_stop", messageStop{Type: "message_stop"})
+	return nil
+}

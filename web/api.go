@@ -1,0 +1,136 @@
+package web
+
+import (
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/shirou/gopsutil/v4/mem"
+	"github.com/shirou/gopsutil/v4/process"
+
+	"hearth/engine"
+	"hearth/engine/pool"
+)
+
+// health serves GET /health: the server is up (a model may still load on
+// the first request).
+func (s *Server) health(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// version serves GET /api/version.
+func (s *Server) version(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]string{"version": s.opt.Version})
+}
+
+func (s *Server) fingerprint() string { return "hearth-" + s.opt.Version }
+
+// psResponse is GET /api/ps: the loaded model(s) and memory.
+type psResponse struct {
+	Models []pool.Status `json:"models"`
+	Memory memoryStatus  `json:"memory"`
+}
+
+type memoryStatus struct {
+	ProcessRSSBytes      uint64 `json:"process_rss_bytes"`
+	SystemTotalBytes     uint64 `json:"system_total_bytes"`
+	SystemAvailableBytes uint64 `json:"system_available_bytes"`
+}
+
+// ps serves GET /api/ps.
+func (s *Server) ps(c echo.Context) error {
+	out := psResponse{Models: s.pool.Loaded()}
+	if out.Models == nil {
+		out.Models = []pool.Status{}
+	}
+	if p, err := process.NewProcessWithContext(c.Request().Context(), int32(os.Getpid())); err == nil {
+		if m, err := p.MemoryInfo(); err == nil {
+			out.Memory.ProcessRSSBytes = m.RSS
+		}
+	}
+	if v, err := mem.VirtualMemoryWithContext(c.Request().Context()); err == nil {
+		out.Memory.SystemTotalBytes, out.Memory.SystemAvailableBytes = v.Total, v.Available
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// tokenizeRequest is POST /api/tokenize.
+type tokenizeRequest struct {
+	Model            string `json:"model"`
+	Text             string `json:"text"`
+	AddSpecialTokens *bool  `json:"add_special_tokens"` // default true, as in transformers
+}
+
+// tokenize serves POST /api/tokenize: the ids the model's tokenizer makes
+// of text (what /v1/completions counts as prompt_tokens for a string
+// prompt, with add_special_tokens true).
+func (s *Server) tokenize(c echo.Context) error {
+	body, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	var in tokenizeRequest
+	if err := decodeJSON(body, &in); err != nil {
+		return err
+	}
+	r, release, err := s.pool.Get(c.Request().Context(), in.Model)
+	if err != nil {
+		return err
+	}
+	defer release()
+	add := in.AddSpecialTokens == nil || *in.AddSpecialTokens
+	ids := r.Tokenizer().Encode(in.Text, add)
+	if ids == nil {
+		ids = []int32{}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"model": r.Info().ID, "tokens": ids})
+}
+
+// detokenizeRequest is POST /api/detokenize.
+type detokenizeRequest struct {
+	Model             string  `json:"model"`
+	Tokens            []int64 `json:"tokens"`
+	SkipSpecialTokens bool    `json:"skip_special_tokens"`
+}
+
+// detokenize serves POST /api/detokenize.
+func (s *Server) detokenize(c echo.Context) error {
+	body, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	var in detokenizeRequest
+	if err := decodeJSON(body, &in); err != nil {
+		return err
+	}
+	r, release, err := s.pool.Get(c.Request().Context(), in.Model)
+	if err != nil {
+		return err
+	}
+	defer release()
+	tok := r.Tokenizer()
+	ids := make([]int32, len(in.Tokens))
+	for i, id := range in.Tokens {
+		if id < 0 || id >= int64(tok.VocabSize()) {
+			return badRequest("tokens", "tokens[%d]: %d is outside the vocabulary [0, %d)", i, id, tok.VocabSize())
+		}
+		ids[i] = int32(id)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"model": r.Info().ID, "text": tok.Decode(ids, in.SkipSpecialTokens)})
+}
+
+// logGeneration logs one finished (or failed) generation.
+func (s *Server) logGeneration(kind, model string, u engine.Usage, err error) {
+	args := []any{"model", model, "prompt_tokens", u.PromptTokens, "completion_tokens", u.CompletionTokens,
+		"finish", u.FinishReason, "ttft", u.TimeToFirstToken.Round(time.Microsecond),
+		"prefill", u.PrefillDuration.Round(time.Microsecond), "decode", u.DecodeDuration.Round(time.Microsecond)}
+	if err != nil {
+		s.log.Info(kind+" ended", append(args, "err", err)...)
+		return
+	}
+	if u.DecodeDuration > 0 && u.CompletionTokens > 1 {
+		args = append(args, "tokens_per_s", float64(u.CompletionTokens-1)/u.DecodeDuration.Seconds())
+	}
+	s.log.Info(kind, args...)
+}

@@ -1,0 +1,156 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"hearth/engine/registry"
+	"hearth/internal/testmodels"
+)
+
+func TestHealthAndVersion(t *testing.T) {
+	ts := startServer(t)
+	if r := ts.do(t, http.MethodGet, "/health", "", nil); r.Status != 200 || string(r.Body) != "{\"status\":\"ok\"}\n" {
+		t.Errorf("/health = %d %s", r.Status, r.Body)
+	}
+	if r := ts.do(t, http.MethodGet, "/api/version", "", nil); r.Status != 200 || string(r.Body) != "{\"version\":\"test\"}\n" {
+		t.Errorf("/api/version = %d %s", r.Status, r.Body)
+	}
+}
+
+func TestTokenizeRoundTrip(t *testing.T) {
+	ts := startServer(t)
+	const text = "Hello, world! 123"
+	with, without := ts.tokenize(t, text, true), ts.tokenize(t, text, false)
+	if len(without) == 0 || len(with) < len(without) {
+		t.Fatalf("tokenize = %v (add_special_tokens) and %v (without)", with, without)
+	}
+	if got := ts.detokenize(t, without); got != text {
+		t.Errorf("detokenize(tokenize(%q)) = %q", text, got)
+	}
+	special := ts.tokenize(t, "<|im_end|>", false)
+	if len(special) != 1 || special[0] != 511 {
+		t.Errorf("tokenize(<|im_end|>) = %v, want [511]", special)
+	}
+}
+
+func TestPS(t *testing.T) {
+	ts := startServer(t)
+	var before psResponse
+	if r := ts.do(t, http.MethodGet, "/api/ps", "", nil); r.Status != 200 || json.Unmarshal(r.Body, &before) != nil {
+		t.Fatalf("/api/ps = %d %s", r.Status, r.Body)
+	}
+	if len(before.Models) != 0 {
+		t.Errorf("a model is loaded before any request: %+v", before.Models)
+	}
+	var out chatOut
+	ts.postOK(t, "/v1/chat/completions", chatBody("hi", 2, ""), &out)
+	var after psResponse
+	json.Unmarshal(ts.do(t, http.MethodGet, "/api/ps", "", nil).Body, &after)
+	if len(after.Models) != 1 {
+		t.Fatalf("/api/ps after a request: %+v", after)
+	}
+	m := after.Models[0]
+	if m.ID != "chat-tiny" || m.Backend == "" || m.ContextTokens != 256 || m.WeightBytes <= 0 || m.Active != 0 || m.LoadedAt.IsZero() {
+		t.Errorf("loaded model = %+v", m)
+	}
+	if after.Memory.ProcessRSSBytes == 0 || after.Memory.SystemTotalBytes == 0 {
+		t.Errorf("memory = %+v", after.Memory)
+	}
+}
+
+// modelList is GET /v1/models.
+type modelList struct {
+	Object string       `json:"object"`
+	Data   []modelEntry `json:"data"`
+}
+
+func TestModels(t *testing.T) {
+	reg := registry.New(t.TempDir(), chatTiny().Dir, testmodels.Root()+"/qwen3-f32")
+	ts := startServer(t, func(c *serverConfig) { c.opt.Registry = reg })
+	var list modelList
+	if r := ts.do(t, http.MethodGet, "/v1/models", "", nil); r.Status != 200 || json.Unmarshal(r.Body, &list) != nil {
+		t.Fatalf("/v1/models = %d %s", r.Status, r.Body)
+	}
+	if list.Object != "list" || len(list.Data) != 2 {
+		t.Fatalf("/v1/models = %+v, want chat-tiny and qwen3-f32", list)
+	}
+	tiny := list.Data[0]
+	if tiny.ID != "chat-tiny" || !tiny.Default || tiny.Object != "model" || tiny.Tier != "generic" || tiny.ContextLength != 256 ||
+		tiny.SizeBytes <= 0 || tiny.Fit == nil || tiny.Fit.Status == "" || tiny.Loaded {
+		t.Errorf("chat-tiny entry = %+v", tiny)
+	}
+	var one modelEntry
+	if r := ts.do(t, http.MethodGet, "/v1/models/chat-tiny", "", nil); r.Status != 200 || json.Unmarshal(r.Body, &one) != nil || one.ID != "chat-tiny" {
+		t.Errorf("/v1/models/chat-tiny = %d %s", r.Status, r.Body)
+	}
+
+	var tags struct {
+		Models []tagEntry `json:"models"`
+	}
+	if r := ts.do(t, http.MethodGet, "/api/tags", "", nil); r.Status != 200 || json.Unmarshal(r.Body, &tags) != nil || len(tags.Models) != 2 {
+		t.Fatalf("/api/tags = %d %s", r.Status, r.Body)
+	}
+	if tags.Models[0].Name != "chat-tiny" || !tags.Models[0].Servable || tags.Models[0].Details.Format != "safetensors" {
+		t.Errorf("/api/tags[0] = %+v", tags.Models[0])
+	}
+}
+
+func TestPull(t *testing.T) {
+	var (
+		mu    sync.Mutex
+		asked []string
+	)
+	fake := func(ctx context.Context, name string, progress func(registry.Progress)) error {
+		mu.Lock()
+		asked = append(asked, name)
+		mu.Unlock()
+		if name == "org/missing" {
+			return fmt.Errorf("pull %s: %w: the hub has no such repo", name, registry.ErrNotFound)
+		}
+		if progress != nil {
+			progress(registry.Progress{Repo: name, Status: registry.StatusResolving})
+			progress(registry.Progress{Repo: name, Commit: "abc", Status: registry.StatusDownloading, Completed: 5, Total: 10, Files: 2})
+			progress(registry.Progress{Repo: name, Commit: "abc", Status: registry.StatusDone, Completed: 10, Total: 10, FilesDone: 2, Files: 2})
+		}
+		if name == "org/broken" {
+			return errors.New("pull org/broken: config.json: checksum mismatch")
+		}
+		return nil
+	}
+	ts := startServer(t, func(c *serverConfig) { c.opt.Pull = fake })
+	var gold strings.Builder
+	for _, body := range []string{
+		`{"model":"org/name"}`,
+		`{"name":"org/name@v1","stream":false}`,
+		`{"model":"org/missing"}`,
+		`{"model":"org/broken"}`,
+		`{}`,
+	} {
+		r := ts.post(t, "/api/pull", body)
+		fmt.Fprintf(&gold, "=== %s\n%d %s\n%s\n", body, r.Status, r.Header.Get("Content-Type"), r.Body)
+	}
+	golden(t, "pull.golden", gold.String())
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(asked, " ") != "org/name org/name@v1 org/missing org/broken" {
+		t.Errorf("pulled %v", asked)
+	}
+}
+
+func TestChatPage(t *testing.T) {
+	ts := startServer(t)
+	r := ts.do(t, http.MethodGet, "/", "", nil)
+	if r.Status != 200 || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/html") || r.Header.Get("Content-Security-Policy") == "" {
+		t.Errorf("GET / = %d %v", r.Status, r.Header)
+	}
+	if r := ts.do(t, http.MethodGet, "/api/nothing", "", nil); r.Status != 404 || !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+		t.Errorf("GET /api/nothing = %d %s, want a JSON 404", r.Status, r.Body)
+	}
+}

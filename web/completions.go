@@ -1,0 +1,221 @@
+package web
+
+import (
+	"encoding/json"
+	"math"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"hearth/engine"
+)
+
+// completionRequest is POST /v1/completions (OpenAI's legacy text
+// completion API).
+type completionRequest struct {
+	openAIParams
+	Prompt   json.RawMessage `json:"prompt"`
+	Logprobs *int            `json:"logprobs"` // number of top alternatives; null = none
+	Echo     bool            `json:"echo"`
+	Suffix   *string         `json:"suffix"`
+	BestOf   *int            `json:"best_of"`
+	// ReturnTokenIDs (vLLM's extension) adds the generated ids to the choice.
+	ReturnTokenIDs bool `json:"return_token_ids"`
+}
+
+// completionJob is a validated completion request.
+type completionJob struct {
+	model        string
+	req          engine.Request
+	stream       bool
+	includeUsage bool
+	logprobs     bool // the client asked for logprobs
+	top          int
+	tokenIDs     bool
+}
+
+// parseCompletion decodes and validates a completion request body.
+func parseCompletion(body []byte) (*completionJob, error) {
+	var in completionRequest
+	if err := decodeJSON(body, &in); err != nil {
+		return nil, err
+	}
+	opt, stops, maxTokens, err := in.common(in.MaxTokens, "max_tokens")
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case in.Echo:
+		return nil, badRequest("echo", "echo: not supported")
+	case in.Suffix != nil && *in.Suffix != "":
+		return nil, badRequest("suffix", "suffix: not supported (no fill-in-the-middle)")
+	case in.BestOf != nil && *in.BestOf != 1:
+		return nil, badRequest("best_of", "best_of: only 1 is supported, got %d", *in.BestOf)
+	}
+	job := &completionJob{model: in.Model, stream: in.Stream, includeUsage: in.includeUsage(), tokenIDs: in.ReturnTokenIDs}
+	job.req = engine.Request{MaxTokens: maxTokens, Stop: stops, Sample: opt}
+	if err := parsePrompt(in.Prompt, &job.req); err != nil {
+		return nil, err
+	}
+	if in.Logprobs != nil {
+		n := *in.Logprobs
+		if n < 0 || n > maxTopLogprobs {
+			return nil, badRequest("logprobs", "logprobs: %d is out of range [0, %d]", n, maxTopLogprobs)
+		}
+		job.logprobs, job.top = true, n
+		job.req.Logprobs, job.req.TopLogprobs = true, n
+	}
+	if job.tokenIDs {
+		job.req.Logprobs = true // the ids travel with the logprobs
+	}
+	return job, nil
+}
+
+// parsePrompt reads prompt as the OpenAI API allows it: a string, an array
+// of token ids, or a one-element array of either (batches are refused).
+func parsePrompt(raw json.RawMessage, req *engine.Request) error {
+	if isNull(raw) {
+		return badRequest("prompt", "prompt: required (a string or an array of token ids)")
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		if s == "" {
+			return badRequest("prompt", "prompt: must not be empty")
+		}
+		req.Prompt = s
+		return nil
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return badRequest("prompt", "prompt: expected a string or an array of token ids")
+	}
+	if len(items) == 0 {
+		return badRequest("prompt", "prompt: must not be empty")
+	}
+	switch strings.TrimSpace(string(items[0]))[0] {
+	case '"', '[':
+		if len(items) > 1 {
+			return badRequest("prompt", "prompt: a batch of %d prompts is not supported; send one prompt per request", len(items))
+		}
+		return parsePrompt(items[0], req)
+	}
+	ids := make([]int32, len(items))
+	for i, it := range items {
+		var f float64
+		if c := it[0]; c != '-' && (c < '0' || c > '9') {
+			return badRequest("prompt", "prompt[%d]: expected a token id (a non-negative integer), got %s", i, it)
+		}
+		if err := json.Unmarshal(it, &f); err != nil || f != math.Trunc(f) || f < 0 || f > math.MaxInt32 {
+			return badRequest("prompt", "prompt[%d]: expected a token id (a non-negative integer), got %s", i, it)
+		}
+		ids[i] = int32(f)
+	}
+	req.PromptIDs = ids
+	return nil
+}
+
+// completions serves POST /v1/completions.
+func (s *Server) completions(c echo.Context) error {
+	body, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	job, err := parseCompletion(body)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	r, release, err := s.pool.Get(ctx, job.model)
+	if err != nil {
+		return err
+	}
+	defer release()
+	info := r.Info()
+	base := completionResponse{ID: newID("cmpl-"), Object: "text_completion", Created: time.Now().Unix(), Model: info.ID, SystemFingerprint: s.fingerprint()}
+	if job.stream {
+		return s.streamCompletion(c, r, job, base)
+	}
+	var (
+		text strings.Builder
+		lps  []engine.TokenLogprob
+	)
+	u, err := r.Generate(ctx, job.req, func(d engine.Delta) error {
+		text.WriteString(d.Content)
+		lps = append(lps, d.Logprobs...)
+		return nil
+	})
+	s.logGeneration("completion", info.ID, u, err)
+	if err != nil {
+		return err
+	}
+	ch := completionChoice{Text: text.String(), FinishReason: strPtr(u.FinishReason)}
+	job.fill(&ch, lps, 0)
+	base.Choices = []completionChoice{ch}
+	base.Usage = usageOf(u)
+	return c.JSON(http.StatusOK, base)
+}
+
+// fill adds the logprobs and token ids the client asked for.
+func (job *completionJob) fill(ch *completionChoice, lps []engine.TokenLogprob, offset int) {
+	if job.logprobs {
+		ch.Logprobs = completionLogprobsOf(lps, job.top, offset)
+	}
+	if job.tokenIDs {
+		ch.TokenIDs = []int32{}
+		for _, lp := range lps {
+			ch.TokenIDs = append(ch.TokenIDs, lp.ID)
+		}
+	}
+}
+
+// streamCompletion streams text chunks, then a chunk with the finish
+// reason, a usage chunk when asked for, then [DONE].
+func (s *Server) streamCompletion(c echo.Context, r generator, job *completionJob, base completionResponse) error {
+	w := newSSE(c)
+	if job.includeUsage {
+		base.Usage = nullJSON
+	}
+	offset := 0
+	emit := func(d engine.Delta) error {
+		if d.Content == "" && len(d.Logprobs) == 0 {
+			return nil
+		}
+		ch := completionChoice{Text: d.Content}
+		job.fill(&ch, d.Logprobs, offset)
+		for _, lp := range d.Logprobs {
+			offset += len(lp.Token)
+		}
+		out := base
+		out.Choices = []completionChoice{ch}
+		return w.data(out)
+	}
+	ctx := c.Request().Context()
+	u, err := r.Generate(ctx, job.req, emit)
+	s.logGeneration("completion stream", base.Model, u, err)
+	if err != nil {
+		if !w.started {
+			return err
+		}
+		if ctx.Err() == nil {
+			w.data(errorBody(dialectOpenAI, classify(err)))
+		}
+		return nil
+	}
+	out := base
+	out.Choices = []completionChoice{{Text: "", FinishReason: strPtr(u.FinishReason)}}
+	if err := w.data(out); err != nil {
+		return nil
+	}
+	if job.includeUsage {
+		out := base
+		out.Choices = []completionChoice{}
+		out.Usage = usageOf(u)
+		if err := w.data(out); err != nil {
+			return nil
+		}
+	}
+	w.done()
+	return nil
+}

@@ -1,0 +1,130 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// errorCases are requests that must fail, each with its status; the
+// bodies are in testdata/errors.golden.
+var errorCases = []struct {
+	name   string
+	method string
+	path   string
+	body   string
+	header map[string]string
+	status int
+}{
+	{"malformed JSON", "POST", "/v1/chat/completions", `{"messages": [`, nil, 400},
+	{"body not an object", "POST", "/v1/chat/completions", `[1,2]`, nil, 400},
+	{"empty body", "POST", "/v1/chat/completions", ``, nil, 400},
+	{"unknown model", "POST", "/v1/chat/completions", `{"model":"no-such/model","messages":[{"role":"user","content":"hi"}]}`, nil, 404},
+	{"empty messages", "POST", "/v1/chat/completions", `{"messages":[]}`, nil, 400},
+	{"missing messages", "POST", "/v1/chat/completions", `{"model":"chat-tiny"}`, nil, 400},
+	{"messages not an array", "POST", "/v1/chat/completions", `{"messages":"hi"}`, nil, 400},
+	{"unknown role", "POST", "/v1/chat/completions", `{"messages":[{"role":"wizard","content":"hi"}]}`, nil, 400},
+	{"missing content", "POST", "/v1/chat/completions", `{"messages":[{"role":"user"}]}`, nil, 400},
+	{"context overflow", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"max_tokens":1000}`, nil, 400},
+	{"prompt longer than context", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"` + strings.Repeat("hello ", 300) + `"}]}`, nil, 400},
+	{"temperature out of range", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"temperature":3}`, nil, 400},
+	{"temperature wrong type", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"temperature":"hot"}`, nil, 400},
+	{"top_p out of range", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"top_p":1.5}`, nil, 400},
+	{"n=2", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"n":2}`, nil, 400},
+	{"max_tokens zero", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"max_tokens":0}`, nil, 400},
+	{"max_tokens wrong type", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"max_tokens":"ten"}`, nil, 400},
+	{"seed not an integer", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"seed":1.5}`, nil, 400},
+	{"stream_options without stream", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"stream_options":{"include_usage":true}}`, nil, 400},
+	{"include_usage wrong type", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"stream":true,"stream_options":{"include_usage":"yes"}}`, nil, 400},
+	{"top_logprobs without logprobs", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"top_logprobs":2}`, nil, 400},
+	{"logit_bias", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"logit_bias":{"42":5}}`, nil, 400},
+	{"tools on a model without tool calls", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":{}}}]}`, nil, 400},
+	{"tool not a function", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"retrieval"}]}`, nil, 400},
+	{"tool_choice required", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"tool_choice":"required"}`, nil, 400},
+	{"response_format json_schema", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema"}}`, nil, 400},
+	{"json_object without JSON in the messages", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_object"}}`, nil, 400},
+	{"json_object answer not JSON", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"answer in JSON"}],"response_format":{"type":"json_object"},"temperature":0,"max_tokens":40,"stop":["e"]}`, nil, 422},
+	{"image content", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}}]}]}`, nil, 400},
+	{"tool call arguments not JSON", "POST", "/v1/chat/completions", `{"messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{oops"}}]}]}`, nil, 400},
+	{"completions batch", "POST", "/v1/completions", `{"prompt":["a","b"]}`, nil, 400},
+	{"completions token outside vocabulary", "POST", "/v1/completions", `{"prompt":[1,99999],"max_tokens":2}`, nil, 400},
+	{"completions token not an integer", "POST", "/v1/completions", `{"prompt":[1.5]}`, nil, 400},
+	{"completions missing prompt", "POST", "/v1/completions", `{"max_tokens":2}`, nil, 400},
+	{"completions echo", "POST", "/v1/completions", `{"prompt":"hi","echo":true}`, nil, 400},
+	{"messages malformed JSON", "POST", "/v1/messages", `{"max_tokens":`, nil, 400},
+	{"messages missing max_tokens", "POST", "/v1/messages", `{"messages":[{"role":"user","content":"hi"}]}`, nil, 400},
+	{"messages unknown model", "POST", "/v1/messages", `{"model":"claude-nope","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`, nil, 404},
+	{"messages system role", "POST", "/v1/messages", `{"max_tokens":5,"messages":[{"role":"system","content":"hi"}]}`, nil, 400},
+	{"messages temperature above 1", "POST", "/v1/messages", `{"max_tokens":5,"temperature":1.5,"messages":[{"role":"user","content":"hi"}]}`, nil, 400},
+	{"messages image block", "POST", "/v1/messages", `{"max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{}}]}]}`, nil, 400},
+	{"messages context overflow", "POST", "/v1/messages", `{"max_tokens":5000,"messages":[{"role":"user","content":"hi"}]}`, nil, 400},
+	{"messages tool_choice any", "POST", "/v1/messages", `{"max_tokens":5,"tool_choice":{"type":"any"},"messages":[{"role":"user","content":"hi"}]}`, nil, 400},
+	{"tokenize unknown model", "POST", "/api/tokenize", `{"model":"nope","text":"hi"}`, nil, 404},
+	{"detokenize outside vocabulary", "POST", "/api/detokenize", `{"tokens":[1,512]}`, nil, 400},
+	{"cross-origin", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}]}`, map[string]string{"Origin": "http://evil.example"}, 403},
+	{"cross-origin messages", "POST", "/v1/messages", `{"max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`, map[string]string{"Origin": "http://evil.example"}, 403},
+	{"cross-origin preflight", "OPTIONS", "/v1/chat/completions", ``, map[string]string{"Origin": "http://evil.example", "Access-Control-Request-Method": "POST"}, 403},
+	{"rebinding host", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}]}`, map[string]string{"Host": "evil.example"}, 403},
+	{"rebinding host on api", "GET", "/api/ps", ``, map[string]string{"Host": "attacker.example:11435"}, 403},
+	{"oversized body", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"` + strings.Repeat("x", 70<<10) + `"}]}`, nil, 413},
+	{"unknown route", "GET", "/v1/nothing", ``, nil, 404},
+	{"wrong method", "GET", "/v1/chat/completions", ``, nil, 405},
+	{"unknown model id", "GET", "/v1/models/no/such", ``, nil, 404},
+}
+
+// smallBodies is the body limit of the error tests' server.
+func smallBodies(c *serverConfig) { c.opt.MaxBodyBytes = 64 << 10 }
+
+func TestErrors(t *testing.T) {
+	ts := startServer(t, smallBodies)
+	var gold strings.Builder
+	for _, tc := range errorCases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := ts.do(t, tc.method, tc.path, tc.body, tc.header)
+			if r.Status != tc.status {
+				t.Errorf("%s %s = %d %s, want %d", tc.method, tc.path, r.Status, r.Body, tc.status)
+			}
+			fmt.Fprintf(&gold, "=== %s\n%s %s\n%d %s\n\n", tc.name, tc.method, tc.path, r.Status, strings.TrimSpace(string(r.Body)))
+		})
+	}
+	golden(t, "errors.golden", gold.String())
+}
+
+// TestOversizedChunkedBody sends a body without Content-Length, so the
+// limit trips while reading.
+func TestOversizedChunkedBody(t *testing.T) {
+	ts := startServer(t, smallBodies)
+	body := io.MultiReader(strings.NewReader(`{"messages":[{"role":"user","content":"`), strings.NewReader(strings.Repeat("x", 70<<10)), strings.NewReader(`"}]}`))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", ts.URL+"/v1/chat/completions", body)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 413 || !strings.Contains(string(b), "larger than 65536 bytes") {
+		t.Errorf("status %d %s, want 413 naming the limit", resp.StatusCode, b)
+	}
+}
+
+// TestErrorBodiesHaveNoGoInternals reads the golden bodies: they carry
+// messages, not Go type names or decoder jargon.
+func TestErrorBodiesHaveNoGoInternals(t *testing.T) {
+	gold, err := os.ReadFile(filepath.Join("testdata", "errors.golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"*engine.", "*web.", "json: cannot", "runtime error", "goroutine ", "Go value"} {
+		if strings.Contains(string(gold), bad) {
+			t.Errorf("an error body contains %q", bad)
+		}
+	}
+}

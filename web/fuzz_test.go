@@ -1,0 +1,119 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+)
+
+// The request decoders read outside input: they must never panic, must
+// refuse bad input with a 400, and what they accept must be well formed.
+
+var chatSeeds = []string{
+	`{"model":"m","messages":[{"role":"user","content":"hi"}]}`,
+	`{"messages":[{"role":"developer","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}],"stream":true,"stream_options":{"include_usage":true}}`,
+	`{"messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"1","type":"function","function":{"name":"f","arguments":"{\"b\":1,\"a\":2}"}}]},{"role":"tool","tool_call_id":"1","content":"ok"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"auto"}`,
+	`{"messages":[{"role":"user","content":"json please"}],"response_format":{"type":"json_object"},"stop":["a","b"],"seed":-1,"top_k":5,"min_p":0.1,"max_completion_tokens":3,"logprobs":true,"top_logprobs":2}`,
+	`{"messages":[{"role":"user","content":"hi"}],"temperature":"hot"}`,
+	`{"messages":[]}`,
+	`[1]`,
+	`{"messages":[{"role":"user","content":[{"type":"image_url"}]}]}`,
+}
+
+func FuzzChatRequest(f *testing.F) {
+	for _, s := range chatSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		job, err := parseChat(body)
+		if err != nil {
+			if p := classify(err); p.Status != 400 {
+				t.Fatalf("error %v classifies as %d, want 400", err, p.Status)
+			}
+			return
+		}
+		if !json.Valid(job.req.Messages) {
+			t.Fatalf("messages are not JSON: %s", job.req.Messages)
+		}
+		// Normalized messages are a fixed point.
+		again, err := chatMessages(job.req.Messages)
+		if err != nil || !bytes.Equal(again, job.req.Messages) {
+			t.Fatalf("normalizing twice: %v\n%s\n%s", err, job.req.Messages, again)
+		}
+		if job.req.MaxTokens < 0 || job.req.TopLogprobs < 0 || job.req.TopLogprobs > maxTopLogprobs {
+			t.Fatalf("accepted limits %+v", job.req)
+		}
+		if err := job.req.Sample.Validate(); err != nil {
+			t.Fatalf("accepted sampling options the engine refuses: %v", err)
+		}
+	})
+}
+
+func FuzzCompletionRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"prompt":"hi","max_tokens":3,"logprobs":2,"return_token_ids":true}`,
+		`{"prompt":[1,2,3]}`,
+		`{"prompt":[[1,2,3]]}`,
+		`{"prompt":["one"]}`,
+		`{"prompt":["a","b"]}`,
+		`{"prompt":[1.5,null]}`,
+		`{"prompt":[-1]}`,
+		`{"prompt":"x","stream":true,"stream_options":{"include_usage":true},"stop":"\n"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		job, err := parseCompletion(body)
+		if err != nil {
+			if p := classify(err); p.Status != 400 {
+				t.Fatalf("error %v classifies as %d, want 400", err, p.Status)
+			}
+			return
+		}
+		if (job.req.Prompt == "") == (job.req.PromptIDs == nil) {
+			t.Fatalf("want exactly one of a text and a token prompt: %q %v", job.req.Prompt, job.req.PromptIDs)
+		}
+		for _, id := range job.req.PromptIDs {
+			if id < 0 {
+				t.Fatalf("negative token id %d accepted", id)
+			}
+		}
+		if err := job.req.Sample.Validate(); err != nil {
+			t.Fatalf("accepted sampling options the engine refuses: %v", err)
+		}
+	})
+}
+
+func FuzzMessagesRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`,
+		`{"max_tokens":5,"system":"be brief","messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}],"stop_sequences":["x"],"stream":true}`,
+		`{"max_tokens":5,"system":[{"type":"text","text":"s"}],"messages":[{"role":"user","content":"q"},{"role":"assistant","content":[{"type":"text","text":"t"},{"type":"tool_use","id":"tu1","name":"f","input":{"z":1,"a":2}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"tu1","content":[{"type":"text","text":"r"}]},{"type":"text","text":"next"}]}],"tools":[{"name":"f","description":"d","input_schema":{"type":"object"}}],"tool_choice":{"type":"auto"}}`,
+		`{"max_tokens":5,"messages":[{"role":"assistant","content":[{"type":"thinking","thinking":"hmm"}]}]}`,
+		`{"messages":[{"role":"user","content":"hi"}]}`,
+		`{"max_tokens":5,"messages":[{"role":"user","content":[{"type":"image"}]}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		job, err := parseMessages(body)
+		if err != nil {
+			if p := classify(err); p.Status != 400 {
+				t.Fatalf("error %v classifies as %d, want 400", err, p.Status)
+			}
+			return
+		}
+		// The converted conversation is a valid OpenAI conversation.
+		if _, err := chatMessages(job.req.Messages); err != nil {
+			t.Fatalf("converted messages are refused: %v\n%s", err, job.req.Messages)
+		}
+		if !isNull(job.req.Tools) {
+			if err := validateTools(job.req.Tools); err != nil {
+				t.Fatalf("converted tools are refused: %v\n%s", err, job.req.Tools)
+			}
+		}
+		if job.req.MaxTokens < 1 {
+			t.Fatalf("max_tokens %d accepted", job.req.MaxTokens)
+		}
+	})
+}

@@ -1,0 +1,255 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// field is one key of a JSON object, in the order the client sent it
+// (chat templates print tools and arguments with tojson, in that order).
+type field struct {
+	key string
+	val json.RawMessage
+}
+
+// object is a JSON object with its key order kept.
+type object []field
+
+// parseObject reads raw as a JSON object, keeping key order.
+func parseObject(raw json.RawMessage) (object, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	tok, err := dec.Token()
+	if err != nil || tok != json.Delim('{') {
+		return nil, false
+	}
+	var o object
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, false
+		}
+		key, ok := tok.(string)
+		if !ok {
+			return nil, false
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, false
+		}
+		o = append(o, field{key, v})
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, false
+	}
+	return o, true
+}
+
+func (o object) get(key string) json.RawMessage {
+	for _, f := range o {
+		if f.key == key {
+			return f.val
+		}
+	}
+	return nil
+}
+
+func (o object) set(key string, v json.RawMessage) object {
+	for i, f := range o {
+		if f.key == key {
+			o[i].val = v
+			return o
+		}
+	}
+	return append(o, field{key, v})
+}
+
+// MarshalJSON writes the object with its key order kept.
+func (o object) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, f := range o {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(f.key)
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(f.val)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// mustJSON marshals v, which is always marshalable here.
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// chatRoles are the roles chat templates know.
+var chatRoles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true, "tool": true}
+
+// chatMessages validates an OpenAI messages array and rewrites what chat
+// templates cannot take verbatim, as vLLM does:
+//   - content given as an array of text parts becomes one string, the
+//     parts joined with "\n" (other part types are refused: media input is
+//     not supported yet);
+//   - role "developer" becomes "system";
+//   - an assistant tool call's function.arguments given as a JSON string
+//     (as the OpenAI API sends it) becomes the object it encodes, which is
+//     what templates print with tojson.
+func chatMessages(raw json.RawMessage) (json.RawMessage, error) {
+	if isNull(raw) {
+		return nil, badRequest("messages", "messages: required (an array of at least one message)")
+	}
+	var msgs []json.RawMessage
+	if err := json.Unmarshal(raw, &msgs); err != nil {
+		return nil, badRequest("messages", "messages: expected an array of message objects")
+	}
+	if len(msgs) == 0 {
+		return nil, badRequest("messages", "messages: at least one message is required")
+	}
+	out := make([]object, len(msgs))
+	for i, m := range msgs {
+		o, err := chatMessage(i, m)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = o
+	}
+	return mustJSON(out), nil
+}
+
+func chatMessage(i int, raw json.RawMessage) (object, error) {
+	at := fmt.Sprintf("messages[%d]", i)
+	o, ok := parseObject(raw)
+	if !ok {
+		return nil, badRequest(at, "%s: expected an object with a role and content", at)
+	}
+	var role string
+	if err := json.Unmarshal(o.get("role"), &role); err != nil || role == "" {
+		return nil, badRequest(at+".role", "%s.role: expected one of system, developer, user, assistant, tool", at)
+	}
+	if !chatRoles[role] {
+		return nil, badRequest(at+".role", "%s.role: unknown role %q (expected system, developer, user, assistant or tool)", at, role)
+	}
+	if role == "developer" {
+		o = o.set("role", mustJSON("system"))
+	}
+	content := o.get("content")
+	switch {
+	case isNull(content):
+		if role != "assistant" {
+			return nil, badRequest(at+".content", "%s.content: required for role %q", at, role)
+		}
+	case content[0] == '"':
+	case content[0] == '[':
+		text, err := joinTextParts(at+".content", content)
+		if err != nil {
+			return nil, err
+		}
+		o = o.set("content", mustJSON(text))
+	default:
+		return nil, badRequest(at+".content", "%s.content: expected a string or an array of content parts", at)
+	}
+	if calls := o.get("tool_calls"); !isNull(calls) {
+		fixed, err := toolCallArgs(at+".tool_calls", calls)
+		if err != nil {
+			return nil, err
+		}
+		o = o.set("tool_calls", fixed)
+	}
+	return o, nil
+}
+
+// joinTextParts flattens [{"type":"text","text":…}, …] into one string.
+func joinTextParts(at string, raw json.RawMessage) (string, error) {
+	var parts []struct {
+		Type string  `json:"type"`
+		Text *string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", badRequest(at, "%s: expected an array of content parts ({\"type\": \"text\", \"text\": …})", at)
+	}
+	texts := make([]string, 0, len(parts))
+	for j, p := range parts {
+		switch p.Type {
+		case "text", "input_text":
+			if p.Text == nil {
+				return "", badRequest(fmt.Sprintf("%s[%d].text", at, j), "%s[%d].text: required for a text part", at, j)
+			}
+			texts = append(texts, *p.Text)
+		case "image_url", "input_image", "input_audio", "file", "video_url":
+			return "", badRequest(fmt.Sprintf("%s[%d]", at, j), "%s[%d]: %s content is not supported yet (text only)", at, j, p.Type)
+		default:
+			return "", badRequest(fmt.Sprintf("%s[%d].type", at, j), "%s[%d].type: unknown content part type %q", at, j, p.Type)
+		}
+	}
+	return strings.Join(texts, "\n"), nil
+}
+
+// toolCallArgs turns each tool call's string arguments into an object.
+func toolCallArgs(at string, raw json.RawMessage) (json.RawMessage, error) {
+	var calls []json.RawMessage
+	if err := json.Unmarshal(raw, &calls); err != nil {
+		return nil, badRequest(at, "%s: expected an array of tool calls", at)
+	}
+	out := make([]object, len(calls))
+	for j, c := range calls {
+		cat := fmt.Sprintf("%s[%d]", at, j)
+		o, ok := parseObject(c)
+		if !ok {
+			return nil, badRequest(cat, "%s: expected an object", cat)
+		}
+		fn, ok := parseObject(o.get("function"))
+		if !ok {
+			return nil, badRequest(cat+".function", "%s.function: expected an object with name and arguments", cat)
+		}
+		if args := fn.get("arguments"); len(args) > 0 && args[0] == '"' {
+			var s string
+			if err := json.Unmarshal(args, &s); err != nil {
+				return nil, badRequest(cat+".function.arguments", "%s.function.arguments: %v", cat, err)
+			}
+			var v json.RawMessage
+			if strings.TrimSpace(s) == "" {
+				v = json.RawMessage("{}")
+			} else if err := json.Unmarshal([]byte(s), &v); err != nil {
+				return nil, badRequest(cat+".function.arguments", "%s.function.arguments: not valid JSON: %v", cat, err)
+			}
+			fn = fn.set("arguments", v)
+			o = o.set("function", mustJSON(fn))
+		}
+		out[j] = o
+	}
+	return mustJSON(out), nil
+}
+
+// validateTools checks an OpenAI tools array's shape.
+func validateTools(raw json.RawMessage) error {
+	if isNull(raw) {
+		return nil
+	}
+	var tools []struct {
+		Type     string `json:"type"`
+		Function *struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	if err := json.Unmarshal(raw, &tools); err != nil {
+		return badRequest("tools", "tools: expected an array of {\"type\": \"function\", \"function\": {…}}")
+	}
+	for i, t := range tools {
+		if t.Type != "function" {
+			return badRequest(fmt.Sprintf("tools[%d].type", i), "tools[%d].type: only \"function\" tools are supported, got %q", i, t.Type)
+		}
+		if t.Function == nil || t.Function.Name == "" {
+			return badRequest(fmt.Sprintf("tools[%d].function.name", i), "tools[%d].function.name: required", i)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,185 @@
+package web
+
+import (
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"hearth/engine/fit"
+	"hearth/engine/registry"
+)
+
+// modelEntry is one model of GET /v1/models: OpenAI's fields, then what a
+// user choosing a model wants to know (tier, capabilities, context, fit).
+type modelEntry struct {
+	ID            string   `json:"id"`
+	Object        string   `json:"object"` // "model"
+	Created       int64    `json:"created"`
+	OwnedBy       string   `json:"owned_by"`
+	Family        string   `json:"family"`
+	Tier          string   `json:"tier"`
+	Fidelity      string   `json:"fidelity,omitempty"`
+	Capabilities  []string `json:"capabilities"`
+	ContextLength int      `json:"context_length"`
+	Parameters    int64    `json:"parameters"`
+	SizeBytes     int64    `json:"size_bytes"`
+	Quantization  string   `json:"quantization"`
+	Fit           *fitBody `json:"fit,omitempty"`
+	Default       bool     `json:"default"`
+	Loaded        bool     `json:"loaded"`
+}
+
+// fitBody is fit.Verdict on the wire.
+type fitBody struct {
+	Status           fit.Status `json:"status"` // "fits", "tight", "won't fit"
+	ContextTokens    int        `json:"context_tokens"`
+	NeedBytes        int64      `json:"need_bytes"`
+	AvailableBytes   int64      `json:"available_bytes"`
+	MaxContextTokens int        `json:"max_context_tokens"`
+}
+
+// catalog lists the servable models: the registry's, with the pool's
+// default named by its id, and whatever is loaded.
+func (s *Server) catalog() ([]modelEntry, error) {
+	def := s.pool.Default()
+	loaded := map[string]bool{}
+	for _, st := range s.pool.Loaded() {
+		loaded[st.Dir] = true
+	}
+	var judge func(registry.Record) fit.Verdict
+	if m, err := fit.System(); err == nil {
+		judge = registry.FitAt(m, s.opt.ContextTokens)
+	}
+	var recs []registry.Record
+	if s.opt.Registry != nil {
+		var err error
+		if recs, err = s.opt.Registry.List(); err != nil {
+			return nil, err
+		}
+	}
+	out := []modelEntry{}
+	seen := map[string]bool{}
+	for _, r := range recs {
+		if !r.Servable() || seen[r.Dir] {
+			continue
+		}
+		seen[r.Dir] = true
+		e := modelEntry{ID: r.Name(), Object: "model", Created: modTime(r.Dir), OwnedBy: owner(r.ID),
+			Family: r.Family, Tier: r.Tier, Fidelity: r.Fidelity, Capabilities: r.Capabilities,
+			ContextLength: r.ContextTokens, Parameters: r.Params, SizeBytes: r.Bytes, Quantization: r.Quantization,
+			Loaded: loaded[r.Dir]}
+		if r.Dir == def.Dir {
+			e.ID, e.OwnedBy, e.Default = def.ID, "local", true
+		}
+		if judge != nil {
+			v := judge(r)
+			e.Fit = &fitBody{Status: v.Status, ContextTokens: v.ContextTokens, NeedBytes: v.NeedBytes,
+				AvailableBytes: v.AvailableBytes, MaxContextTokens: v.MaxContextTokens}
+		}
+		out = append(out, e)
+	}
+	// Loaded models (and the default) the registry does not list.
+	for _, st := range s.pool.Loaded() {
+		if seen[st.Dir] {
+			continue
+		}
+		seen[st.Dir] = true
+		out = append(out, modelEntry{ID: st.ID, Object: "model", Created: st.LoadedAt.Unix(), OwnedBy: owner(st.ID),
+			Family: st.Family, Tier: st.Tier, Fidelity: st.Fidelity, Capabilities: st.Capabilities,
+			ContextLength: st.ContextTokens, Parameters: st.Params, SizeBytes: st.WeightBytes, Quantization: st.Quantization,
+			Default: st.Dir == def.Dir, Loaded: true})
+	}
+	if def.Dir != "" && !seen[def.Dir] {
+		out = append(out, modelEntry{ID: def.ID, Object: "model", Created: modTime(def.Dir), OwnedBy: "local", Capabilities: []string{}, Default: true})
+	}
+	return out, nil
+}
+
+// owner is the organisation of "org/name", or "local".
+func owner(id string) string {
+	if org, _, ok := strings.Cut(id, "/"); ok && org != "" && !strings.HasPrefix(id, "/") {
+		return org
+	}
+	return "local"
+}
+
+func modTime(dir string) int64 {
+	if st, err := os.Stat(dir); err == nil {
+		return st.ModTime().Unix()
+	}
+	return 0
+}
+
+// models serves GET /v1/models.
+func (s *Server) models(c echo.Context) error {
+	list, err := s.catalog()
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"object": "list", "data": list})
+}
+
+// model serves GET /v1/models/{id} (ids contain slashes).
+func (s *Server) model(c echo.Context) error {
+	id := c.Param("*")
+	list, err := s.catalog()
+	if err != nil {
+		return err
+	}
+	for _, m := range list {
+		if m.ID == id {
+			return c.JSON(http.StatusOK, m)
+		}
+	}
+	return &apiError{status: http.StatusNotFound, param: "model", code: "model_not_found", msg: "model " + strconv.Quote(id) + " not found (GET /v1/models lists the models on this machine)"}
+}
+
+// tagEntry is one model of GET /api/tags (Ollama's listing), unsupported
+// ones included with the reason.
+type tagEntry struct {
+	Name       string    `json:"name"`
+	Model      string    `json:"model"`
+	ModifiedAt time.Time `json:"modified_at"`
+	Size       int64     `json:"size"`
+	Digest     string    `json:"digest"`
+	Details    struct {
+		Format            string `json:"format"`
+		Family            string `json:"family"`
+		ParameterSize     int64  `json:"parameter_size"`
+		QuantizationLevel string `json:"quantization_level"`
+	} `json:"details"`
+	Tier     string `json:"tier"`
+	Servable bool   `json:"servable"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// tags serves GET /api/tags.
+func (s *Server) tags(c echo.Context) error {
+	var recs []registry.Record
+	if s.opt.Registry != nil {
+		var err error
+		if recs, err = s.opt.Registry.List(); err != nil {
+			return err
+		}
+	}
+	out := []tagEntry{}
+	for _, r := range recs {
+		t := tagEntry{Name: r.Name(), Model: r.Name(), Size: r.Bytes, Digest: r.Revision, Tier: r.Tier, Servable: r.Servable(), Reason: r.Reason}
+		if r.Dir == s.pool.Default().Dir {
+			t.Name, t.Model = s.pool.Default().ID, s.pool.Default().ID
+		}
+		if st, err := os.Stat(r.Dir); err == nil {
+			t.ModifiedAt = st.ModTime().UTC()
+		}
+		t.Details.Format, t.Details.Family, t.Details.ParameterSize, t.Details.QuantizationLevel = "safetensors", r.Family, r.Params, r.Quantization
+		if e := r.Err(); e != nil && t.Reason == "" {
+			t.Reason = e.Error()
+		}
+		out = append(out, t)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"models": out})
+}

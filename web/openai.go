@@ -1,0 +1,296 @@
+package web
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"hearth/engine"
+)
+
+// chatRequest is POST /v1/chat/completions. Unknown fields are ignored,
+// as the OpenAI API does.
+type chatRequest struct {
+	openAIParams
+	Messages            json.RawMessage            `json:"messages"`
+	MaxCompletionTokens *int                       `json:"max_completion_tokens"`
+	Logprobs            *bool                      `json:"logprobs"`
+	TopLogprobs         *int                       `json:"top_logprobs"`
+	Tools               json.RawMessage            `json:"tools"`
+	ToolChoice          json.RawMessage            `json:"tool_choice"`
+	ResponseFormat      *responseFormat            `json:"response_format"`
+	ChatTemplateKwargs  map[string]json.RawMessage `json:"chat_template_kwargs"`
+}
+
+type responseFormat struct {
+	Type string `json:"type"`
+}
+
+// chatJob is a validated chat request.
+type chatJob struct {
+	model        string
+	req          engine.Request
+	stream       bool
+	includeUsage bool
+	jsonObject   bool // response_format json_object: validated after generation
+}
+
+// maxTopLogprobs is OpenAI's bound on top_logprobs.
+const maxTopLogprobs = 20
+
+// parseChat decodes and validates a chat request body.
+func parseChat(body []byte) (*chatJob, error) {
+	var in chatRequest
+	if err := decodeJSON(body, &in); err != nil {
+		return nil, err
+	}
+	maxTok, maxField := in.MaxTokens, "max_tokens"
+	if in.MaxCompletionTokens != nil {
+		maxTok, maxField = in.MaxCompletionTokens, "max_completion_tokens"
+	}
+	opt, stops, maxTokens, err := in.common(maxTok, maxField)
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := chatMessages(in.Messages)
+	if err != nil {
+		return nil, err
+	}
+	job := &chatJob{model: in.Model, stream: in.Stream, includeUsage: in.includeUsage()}
+	job.req = engine.Request{Messages: msgs, MaxTokens: maxTokens, Stop: stops, Sample: opt, TemplateKwargs: in.ChatTemplateKwargs}
+	if in.Logprobs != nil && *in.Logprobs {
+		job.req.Logprobs = true
+	}
+	if in.TopLogprobs != nil {
+		n := *in.TopLogprobs
+		switch {
+		case n < 0 || n > maxTopLogprobs:
+			return nil, badRequest("top_logprobs", "top_logprobs: %d is out of range [0, %d]", n, maxTopLogprobs)
+		case n > 0 && !job.req.Logprobs:
+			return nil, badRequest("top_logprobs", "top_logprobs: requires logprobs to be true")
+		}
+		job.req.TopLogprobs = n
+	}
+	if err := validateTools(in.Tools); err != nil {
+		return nil, err
+	}
+	useTools, err := toolChoice(in.ToolChoice)
+	if err != nil {
+		return nil, err
+	}
+	if useTools && !isNull(in.Tools) && string(in.Tools) != "[]" {
+		job.req.Tools = in.Tools
+	}
+	if rf := in.ResponseFormat; rf != nil {
+		switch rf.Type {
+		case "", "text":
+		case "json_object":
+			if !strings.Contains(strings.ToLower(string(msgs)), "json") {
+				return nil, badRequest("response_format", "response_format: json_object requires the word \"JSON\" in the messages (tell the model to answer in JSON)")
+			}
+			job.jsonObject = true
+		case "json_schema":
+			return nil, badRequest("response_format", "response_format: json_schema is not supported yet (no constrained decoding); use json_object")
+		default:
+			return nil, badRequest("response_format.type", "response_format.type: unknown type %q (expected text or json_object)", rf.Type)
+		}
+	}
+	return job, nil
+}
+
+// toolChoice reports whether tools are offered to the model. "auto" (the
+// default) offers them; "none" withholds them. Forcing a call ("required",
+// a named function) needs constrained decoding, which is not built yet.
+func toolChoice(raw json.RawMessage) (bool, error) {
+	if isNull(raw) {
+		return true, nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		switch s {
+		case "auto":
+			return true, nil
+		case "none":
+			return false, nil
+		case "required":
+			return false, badRequest("tool_choice", "tool_choice: \"required\" is not supported yet (no constrained decoding); use \"auto\"")
+		}
+		return false, badRequest("tool_choice", "tool_choice: unknown value %q (expected auto or none)", s)
+	}
+	var o struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(raw, &o); err != nil {
+		return false, badRequest("tool_choice", "tool_choice: expected \"auto\", \"none\" or an object")
+	}
+	return false, badRequest("tool_choice", "tool_choice: forcing a specific tool is not supported yet (no constrained decoding); use \"auto\"")
+}
+
+// chat serves POST /v1/chat/completions.
+func (s *Server) chat(c echo.Context) error {
+	body, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	job, err := parseChat(body)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	r, release, err := s.pool.Get(ctx, job.model)
+	if err != nil {
+		return err
+	}
+	defer release()
+	info := r.Info()
+	if job.req.Tools != nil && !hasCap(info, "tools") {
+		return badRequest("tools", "tools: model %q does not support tool calls (its chat template has no tool-call format)", info.ID)
+	}
+	base := chatChunk{ID: newID("chatcmpl-"), Object: "chat.completion.chunk", Created: time.Now().Unix(), Model: info.ID, SystemFingerprint: s.fingerprint()}
+	return s.answerChat(c, r, job, base)
+}
+
+// answerChat generates the answer and writes it, streamed or whole.
+func (s *Server) answerChat(c echo.Context, g generator, job *chatJob, base chatChunk) error {
+	if job.stream {
+		return s.streamChat(c, g, job, base)
+	}
+	ctx := c.Request().Context()
+	var (
+		text  strings.Builder
+		calls []toolCallBody
+		lps   []engine.TokenLogprob
+	)
+	u, err := g.Generate(ctx, job.req, func(d engine.Delta) error {
+		text.WriteString(d.Content)
+		for _, tc := range d.ToolCalls {
+			calls = append(calls, toolCallOf(tc))
+		}
+		lps = append(lps, d.Logprobs...)
+		return nil
+	})
+	s.logGeneration("chat", base.Model, u, err)
+	if err != nil {
+		return err
+	}
+	if job.jsonObject {
+		if err := checkJSONObject(text.String(), u.FinishReason); err != nil {
+			return err
+		}
+	}
+	msg := chatMessageOut{Role: "assistant", ToolCalls: calls}
+	if text.Len() > 0 || len(calls) == 0 {
+		msg.Content = strPtr(text.String())
+	}
+	return c.JSON(http.StatusOK, chatResponse{
+		ID: base.ID, Object: "chat.completion", Created: base.Created, Model: base.Model, SystemFingerprint: base.SystemFingerprint,
+		Choices: []chatChoice{{Index: 0, Message: msg, Logprobs: chatLogprobsOf(lps, job.req.Logprobs), FinishReason: u.FinishReason}},
+		Usage:   usageOf(u),
+	})
+}
+
+// streamChat streams a chat completion as OpenAI does: a first chunk with
+// the role, content and tool-call deltas, a chunk with the finish reason,
+// a usage chunk with no choices when asked for, then [DONE].
+func (s *Server) streamChat(c echo.Context, g generator, job *chatJob, base chatChunk) error {
+	w := newSSE(c)
+	if job.includeUsage {
+		base.Usage = nullJSON
+	}
+	send := func(ch chunkChoice) error {
+		out := base
+		out.Choices = []chunkChoice{ch}
+		return w.data(out)
+	}
+	var (
+		started bool
+		nCalls  int
+		text    strings.Builder
+	)
+	begin := func() error {
+		if started {
+			return nil
+		}
+		started = true
+		return send(chunkChoice{Delta: chatDelta{Role: "assistant", Content: strPtr("")}})
+	}
+	emit := func(d engine.Delta) error {
+		if err := begin(); err != nil {
+			return err
+		}
+		if d.Content != "" || len(d.Logprobs) > 0 {
+			text.WriteString(d.Content)
+			ch := chunkChoice{Delta: chatDelta{Content: strPtr(d.Content)}, Logprobs: chatLogprobsOf(d.Logprobs, job.req.Logprobs && len(d.Logprobs) > 0)}
+			if err := send(ch); err != nil {
+				return err
+			}
+		}
+		if len(d.ToolCalls) > 0 {
+			var tcs []toolCallBody
+			for _, tc := range d.ToolCalls {
+				b := toolCallOf(tc)
+				idx := nCalls
+				b.Index = &idx
+				nCalls++
+				tcs = append(tcs, b)
+			}
+			if err := send(chunkChoice{Delta: chatDelta{ToolCalls: tcs}}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	ctx := c.Request().Context()
+	u, err := g.Generate(ctx, job.req, emit)
+	s.logGeneration("chat stream", base.Model, u, err)
+	if err == nil && job.jsonObject {
+		err = checkJSONObject(text.String(), u.FinishReason)
+	}
+	if err != nil {
+		if !w.started {
+			return err
+		}
+		if ctx.Err() == nil {
+			w.data(errorBody(dialectOpenAI, classify(err)))
+		}
+		return nil
+	}
+	if err := begin(); err != nil {
+		return nil
+	}
+	if err := send(chunkChoice{Delta: chatDelta{}, FinishReason: strPtr(u.FinishReason)}); err != nil {
+		return nil
+	}
+	if job.includeUsage {
+		out := base
+		out.Choices = []chunkChoice{}
+		out.Usage = usageOf(u)
+		if err := w.data(out); err != nil {
+			return nil
+		}
+	}
+	w.done()
+	return nil
+}
+
+// checkJSONObject is response_format json_object's check, run after
+// generation (no constrained decoding yet): a complete answer must be one
+// JSON object. A truncated answer (finish_reason length) passes, as with
+// OpenAI, whose JSON mode may also cut an object short at max_tokens.
+func checkJSONObject(text, finish string) error {
+	if finish != "stop" {
+		return nil
+	}
+	t := strings.TrimSpace(text)
+	if strings.HasPrefix(t, "{") && json.Valid([]byte(t)) {
+		return nil
+	}
+	if r := []rune(t); len(r) > 200 {
+		t = string(r[:200]) + "…"
+	}
+	return &apiError{status: http.StatusUnprocessableEntity, param: "response_format", code: "invalid_json_output",
+		msg: "the model's answer is not a JSON object (response_format json_object is checked after generation; constrained decoding is not built yet): " + t}
+}

@@ -1,0 +1,135 @@
+package web
+
+import (
+	"encoding/json"
+
+	"hearth/engine/sample"
+)
+
+// samplingParams are the sampling fields the OpenAI endpoints share, plus
+// the common extensions (top_k, min_p, repetition_penalty) that vLLM,
+// llama.cpp and LM Studio accept.
+type samplingParams struct {
+	Temperature       *float64 `json:"temperature"`
+	TopP              *float64 `json:"top_p"`
+	TopK              *int     `json:"top_k"`
+	MinP              *float64 `json:"min_p"`
+	RepetitionPenalty *float64 `json:"repetition_penalty"`
+	PresencePenalty   *float64 `json:"presence_penalty"`
+	FrequencyPenalty  *float64 `json:"frequency_penalty"`
+	Seed              *int64   `json:"seed"`
+}
+
+// defaultTemperature is OpenAI's and Anthropic's documented default, used
+// when a request sets none.
+const defaultTemperature = 1.0
+
+// options validates the parameters (naming the first bad one) and makes
+// sampler options. maxTemp is the API's upper bound (2 for OpenAI, 1 for
+// Anthropic).
+func (p *samplingParams) options(maxTemp float64) (sample.Options, error) {
+	checks := []struct {
+		field  string
+		v      *float64
+		lo, hi float64
+	}{
+		{"temperature", p.Temperature, 0, maxTemp},
+		{"top_p", p.TopP, 0, 1},
+		{"min_p", p.MinP, 0, 1},
+		{"presence_penalty", p.PresencePenalty, -2, 2},
+		{"frequency_penalty", p.FrequencyPenalty, -2, 2},
+		{"repetition_penalty", p.RepetitionPenalty, 0, 100},
+	}
+	for _, c := range checks {
+		if err := checkRange(c.field, c.v, c.lo, c.hi); err != nil {
+			return sample.Options{}, err
+		}
+	}
+	if p.TopK != nil && *p.TopK < 0 {
+		return sample.Options{}, badRequest("top_k", "top_k: %d must not be negative", *p.TopK)
+	}
+	if p.RepetitionPenalty != nil && *p.RepetitionPenalty == 0 {
+		return sample.Options{}, badRequest("repetition_penalty", "repetition_penalty: must be positive (1 = off)")
+	}
+	o := sample.Options{Temperature: defaultTemperature}
+	set := func(dst *float64, v *float64) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	set(&o.Temperature, p.Temperature)
+	set(&o.TopP, p.TopP)
+	set(&o.MinP, p.MinP)
+	set(&o.RepetitionPenalty, p.RepetitionPenalty)
+	set(&o.PresencePenalty, p.PresencePenalty)
+	set(&o.FrequencyPenalty, p.FrequencyPenalty)
+	if p.TopK != nil {
+		o.TopK = *p.TopK
+	}
+	if p.Seed != nil {
+		s := uint64(*p.Seed)
+		o.Seed = &s
+	}
+	return o, nil
+}
+
+// openAIParams are the fields /v1/chat/completions and /v1/completions share.
+type openAIParams struct {
+	Model         string         `json:"model"`
+	Stream        bool           `json:"stream"`
+	StreamOptions *streamOptions `json:"stream_options"`
+	samplingParams
+	MaxTokens *int            `json:"max_tokens"`
+	Stop      json.RawMessage `json:"stop"`
+	N         *int            `json:"n"`
+	LogitBias json.RawMessage `json:"logit_bias"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// maxStops bounds the stop strings of one request (OpenAI allows 4; we are
+// more lenient but keep the matcher cheap).
+const maxStops = 16
+
+// common validates the shared fields. maxTokens is the effective limit
+// (max_completion_tokens wins over max_tokens for chat).
+func (p *openAIParams) common(maxTokens *int, maxTokensField string) (sample.Options, []string, int, error) {
+	if p.N != nil && *p.N != 1 {
+		return sample.Options{}, nil, 0, badRequest("n", "n: only 1 choice per request is supported, got %d", *p.N)
+	}
+	if p.StreamOptions != nil && !p.Stream {
+		return sample.Options{}, nil, 0, badRequest("stream_options", "stream_options: only allowed when stream is true")
+	}
+	if !isNull(p.LogitBias) {
+		var lb map[string]float64
+		if err := json.Unmarshal(p.LogitBias, &lb); err != nil {
+			return sample.Options{}, nil, 0, badRequest("logit_bias", "logit_bias: expected an object of token ids to numbers")
+		}
+		if len(lb) > 0 {
+			return sample.Options{}, nil, 0, badRequest("logit_bias", "logit_bias: not supported")
+		}
+	}
+	opt, err := p.options(2)
+	if err != nil {
+		return sample.Options{}, nil, 0, err
+	}
+	stops, err := stringList("stop", p.Stop, maxStops)
+	if err != nil {
+		return sample.Options{}, nil, 0, err
+	}
+	n := 0
+	if maxTokens != nil {
+		if *maxTokens < 1 {
+			return sample.Options{}, nil, 0, badRequest(maxTokensField, "%s: must be at least 1, got %d", maxTokensField, *maxTokens)
+		}
+		n = *maxTokens
+	}
+	return opt, stops, n, nil
+}
+
+// includeUsage reports whether a stream ends with a usage chunk.
+func (p *openAIParams) includeUsage() bool {
+	return p.Stream && p.StreamOptions != nil && p.StreamOptions.IncludeUsage
+}

@@ -1,0 +1,100 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"sync"
+
+	"github.com/labstack/echo/v4"
+
+	"hearth/engine/registry"
+)
+
+// PullFunc downloads a model ("org/name" or "org/name@revision") into the
+// Hugging Face cache, reporting progress (registry.Pull with the app's
+// hub settings).
+type PullFunc func(ctx context.Context, name string, progress func(registry.Progress)) error
+
+// pullRequest is POST /api/pull (Ollama's shape; "name" is its older
+// spelling of "model").
+type pullRequest struct {
+	Model  string `json:"model"`
+	Name   string `json:"name"`
+	Stream *bool  `json:"stream"` // default true
+}
+
+// pullLine is one line of the NDJSON progress stream.
+type pullLine struct {
+	Status    string `json:"status"` // resolving, downloading, done, then success
+	Repo      string `json:"repo,omitempty"`
+	Commit    string `json:"commit,omitempty"`
+	File      string `json:"file,omitempty"`
+	Completed int64  `json:"completed,omitempty"`
+	Total     int64  `json:"total,omitempty"`
+	FilesDone int    `json:"files_done,omitempty"`
+	Files     int    `json:"files,omitempty"`
+}
+
+// pull serves POST /api/pull: streamed, one JSON object per line while the
+// download runs and {"status":"success"} at the end (or {"error": …});
+// with "stream": false, one object when it is done. A client that goes
+// away cancels the pull; the next pull resumes the partial files.
+func (s *Server) pull(c echo.Context) error {
+	if s.opt.Pull == nil {
+		return &apiError{status: http.StatusNotImplemented, msg: "this server cannot pull models (no hub configured)"}
+	}
+	body, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	var in pullRequest
+	if err := decodeJSON(body, &in); err != nil {
+		return err
+	}
+	name := in.Model
+	if name == "" {
+		name = in.Name
+	}
+	if name == "" {
+		return badRequest("model", "model: required (a Hugging Face repo id, e.g. Qwen/Qwen3-0.6B)")
+	}
+	ctx := c.Request().Context()
+	if in.Stream != nil && !*in.Stream {
+		if err := s.opt.Pull(ctx, name, nil); err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, pullLine{Status: "success"})
+	}
+	var (
+		mu      sync.Mutex
+		started bool
+		enc     = json.NewEncoder(c.Response())
+	)
+	write := func(v any) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !started {
+			started = true
+			c.Response().Header().Set(echo.HeaderContentType, "application/x-ndjson")
+			c.Response().WriteHeader(http.StatusOK)
+		}
+		if enc.Encode(v) == nil {
+			http.NewResponseController(c.Response().Writer).Flush()
+		}
+	}
+	err = s.opt.Pull(ctx, name, func(p registry.Progress) {
+		write(pullLine{Status: p.Status, Repo: p.Repo, Commit: p.Commit, File: p.File,
+			Completed: p.Completed, Total: p.Total, FilesDone: p.FilesDone, Files: p.Files})
+	})
+	s.log.Info("pull", "model", name, "err", err)
+	if err != nil {
+		if !started {
+			return err
+		}
+		write(nativeError{Error: classify(err).Message})
+		return nil
+	}
+	write(pullLine{Status: "success"})
+	return nil
+}

@@ -1,0 +1,92 @@
+// Browser holds what every scenario needs: Debian's Chromium started by
+// playwright-core (never a downloaded browser), a page whose requests and
+// CSP violations are watched, and helpers to drive the chat.
+
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+
+/** ARGS are Chromium's flags: headless, no network of its own. */
+export const ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+/** launch starts Chromium at CHROMIUM (default /usr/bin/chromium). */
+export function launch() {
+  return chromium.launch({ executablePath: process.env.CHROMIUM || '/usr/bin/chromium', args: ARGS });
+}
+
+/**
+ * watch records a page's requests, failed requests, console errors and
+ * CSP violations, for the checks every scenario ends with.
+ */
+export function watch(page, base) {
+  const w = { requests: [], failed: [], errors: [], violations: [], chats: [] };
+  const origin = new URL(base).origin;
+  page.on('request', (r) => {
+    w.requests.push(r.url());
+    if (r.url().endsWith('/v1/chat/completions') && r.method() === 'POST') w.chats.push({ request: r, body: r.postDataJSON() });
+  });
+  page.on('requestfailed', (r) => w.failed.push({ url: r.url(), error: r.failure() && r.failure().errorText }));
+  page.on('console', (m) => {
+    const t = m.text();
+    if (/Content Security Policy|Refused to/i.test(t)) w.violations.push(t);
+    else if (m.type() === 'error' && !/Failed to load resource: the server responded with a status of 400/.test(t)) w.errors.push(t);
+  });
+  page.on('pageerror', (e) => w.errors.push(String(e)));
+  w.check = () => {
+    const foreign = w.requests.filter((u) => !u.startsWith(origin + '/') && !u.startsWith('data:') && !u.startsWith('blob:'));
+    assert.deepEqual(foreign, [], 'the page made requests off its own origin');
+    assert.deepEqual(w.violations, [], 'Content-Security-Policy violations');
+    assert.deepEqual(w.errors, [], 'errors on the page');
+  };
+  return w;
+}
+
+/** ready loads the chat and waits for the model list. */
+export async function ready(page, base) {
+  await page.goto(base);
+  await page.waitForSelector('body[data-ready="true"]');
+  await page.waitForSelector('#model-button:not([disabled])');
+}
+
+/** send types text into the composer and presses Enter. */
+export async function send(page, text) {
+  await page.fill('#composer-input', text);
+  await page.press('#composer-input', 'Enter');
+}
+
+/** lastReply is the last assistant article. */
+export function lastReply(page) {
+  return page.locator('article.msg-assistant').last();
+}
+
+/** settled waits until no reply is streaming. */
+export async function settled(page, timeout = 30000) {
+  await page.waitForSelector('#send-button:not([hidden])', { timeout });
+  await page.waitForSelector('article[aria-busy="true"]', { state: 'detached', timeout });
+}
+
+/** dropFiles drops files (paths) onto the conversation, as a drag from the desktop would. */
+export async function dropFiles(page, files) {
+  const payload = files.map((f) => ({ name: path.basename(f.path), type: f.type, b64: fs.readFileSync(f.path).toString('base64') }));
+  const dt = await page.evaluateHandle((list) => {
+    const dt = new DataTransfer();
+    for (const f of list) {
+      const bin = atob(f.b64);
+      const bytes = new Uint8Array(bin.length);
+      for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+      dt.items.add(new File([bytes], f.name, { type: f.type }));
+    }
+    return dt;
+  }, payload);
+  for (const type of ['dragenter', 'dragover', 'drop']) await page.dispatchEvent('#messages', type, { dataTransfer: dt });
+}

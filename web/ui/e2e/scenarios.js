@@ -1,0 +1,250 @@
+// Scenarios that talk to the server: streaming, stop, switching models,
+// attachments, keeping conversations across a reload, regenerate and edit.
+// Each returns observations browser_test.go checks against what the server
+// (through its recording proxy) saw.
+
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { dropFiles, lastReply, ready, send, settled } from './browser.js';
+
+// replyText is a reply's answer and thinking: the test model's random
+// tokens may well open a <think> section.
+const replyText = (loc) => loc.evaluate((a) => [...a.querySelectorAll('.think-body, .msg-body')].map((e) => e.textContent).join(''));
+
+async function stream({ page, w, env }) {
+  await ready(page, env.base);
+  await send(page, 'Hello! Say something.');
+  const reply = lastReply(page);
+  // Watch the text grow while the reply streams.
+  const lengths = [];
+  const t0 = Date.now();
+  while (Date.now() - t0 < 30000) {
+    const busy = await reply.getAttribute('aria-busy');
+    lengths.push((await replyText(reply)).length);
+    if (busy !== 'true') break;
+    await page.waitForTimeout(40);
+  }
+  await settled(page);
+  const text = await replyText(reply);
+  assert.ok(text.trim().length > 0, 'the reply is empty');
+  const grew = new Set(lengths.filter((n) => n > 0 && n < text.length));
+  assert.ok(grew.size >= 2, `the reply did not stream in (lengths seen: ${lengths.join(',')})`);
+  assert.equal(await reply.locator('.msg-error').count(), 0, 'the reply failed');
+  const stats = await reply.locator('.msg-stats').innerText();
+  assert.match(stats, /tok\/s/, 'no tokens/s in the stats');
+  assert.match(stats, /first token \d+ ms/, 'no time to first token in the stats');
+  assert.match(await page.locator('#stats-text').innerText(), /Context: \d+ of \d+ tokens used/);
+  assert.equal(w.chats.length, 1);
+  const body = w.chats[0].body;
+  assert.equal(body.stream, true);
+  assert.deepEqual(body.stream_options, { include_usage: true });
+  assert.deepEqual(body.messages, [{ role: 'user', content: 'Hello! Say something.' }]);
+  return { text, stats, model: body.model };
+}
+
+async function stop({ page, w, env }) {
+  await ready(page, env.base);
+  await send(page, 'Tell me a long story.');
+  const reply = lastReply(page);
+  await page.waitForFunction(() => {
+    const a = [...document.querySelectorAll('article.msg-assistant')].pop();
+    return a && [...a.querySelectorAll('.think-body, .msg-body')].some((e) => e.textContent.trim() !== '');
+  });
+  assert.equal(await reply.getAttribute('aria-busy'), 'true', 'the reply finished before it could be stopped');
+  await page.keyboard.press('Escape');
+  await reply.locator('.msg-note', { hasText: 'Stopped.' }).waitFor();
+  await page.waitForSelector('#send-button:not([hidden])');
+  const stopped = await replyText(reply);
+  await page.waitForTimeout(500);
+  assert.equal(await replyText(reply), stopped, 'text kept arriving after Stop');
+  const aborted = w.failed.filter((f) => f.url.endsWith('/v1/chat/completions'));
+  assert.equal(aborted.length, 1, 'the browser did not abort the request');
+  // The next request is served at once: nothing is left holding the model.
+  await send(page, 'And now a short one.');
+  await settled(page);
+  const next = lastReply(page);
+  assert.equal(await next.locator('.msg-error').count(), 0, 'the request after Stop failed');
+  assert.ok((await replyText(next)).trim().length > 0, 'the request after Stop got no text');
+  assert.equal(w.chats.length, 2);
+  // The stopped reply is kept, without its partial answer in the history.
+  return { stoppedText: stopped, abortError: aborted[0].error };
+}
+
+async function models({ page, w, env }) {
+  assert.ok(env.models.length >= 2, 'the server lists fewer than two models');
+  await ready(page, env.base);
+  const first = (await page.locator('#model-button .model-id').innerText()).trim();
+  const other = env.models.find((m) => m !== first);
+  // Keyboard: open with ArrowDown, move to the other model, choose with Enter.
+  await page.focus('#model-button');
+  await page.keyboard.press('ArrowDown');
+  await page.waitForSelector('#model-list:not([hidden])');
+  const options = page.locator('#model-list [role=option]');
+  assert.equal(await options.count(), env.models.length);
+  const ids = await options.evaluateAll((lis) => lis.map((li) => li.dataset.id));
+  assert.deepEqual([...ids].sort(), [...env.models].sort());
+  const tiers = await page.locator('#model-list .badge.tier').allInnerTexts();
+  assert.ok(tiers.length > 0 && tiers.every((t) => t === 'targeted' || t === 'generic'), `tier badges: ${tiers}`);
+  const fits = await page.locator('#model-list .badge.fit').evaluateAll((els) => els.map((e) => e.title));
+  for (const f of fits) assert.match(f, /needs .+B; .+B available/, 'fit numbers on hover');
+  const from = ids.indexOf(first);
+  const to = ids.indexOf(other);
+  for (let k = 0; k < Math.abs(to - from); k++) await page.keyboard.press(to > from ? 'ArrowDown' : 'ArrowUp');
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('#model-list', { state: 'hidden' });
+  assert.equal((await page.locator('#model-button .model-id').innerText()).trim(), other);
+  assert.equal(await page.evaluate(() => document.activeElement.id), 'model-button', 'focus returns to the picker');
+  await send(page, 'Which model are you?');
+  await settled(page);
+  assert.equal((await lastReply(page).locator('.msg-role').innerText()).trim(), other);
+  assert.equal(w.chats[0].body.model, other);
+  // The choice sticks to the conversation across a reload.
+  await page.reload();
+  await page.waitForSelector('#model-button:not([disabled])');
+  assert.equal((await page.locator('#model-button .model-id').innerText()).trim(), other);
+  return { from: first, to: other };
+}
+
+async function media({ page, w, env }) {
+  await ready(page, env.base);
+  await dropFiles(page, [
+    { path: env.image, type: 'image/png' },
+    { path: env.audio, type: 'audio/wav' },
+  ]);
+  await page.waitForSelector('#attachments .chip-image img');
+  await page.waitForSelector('#attachments .chip-audio audio');
+  const caps = await page.evaluate(async () => {
+    const r = await fetch('v1/models');
+    return (await r.json()).data.map((m) => ({ id: m.id, capabilities: m.capabilities }));
+  });
+  const id = (await page.locator('#model-button .model-id').innerText()).trim();
+  const mine = caps.find((m) => m.id === id);
+  const out = { model: id };
+  const respP = page.waitForResponse((r) => r.url().endsWith('/v1/chat/completions'));
+  await send(page, 'What is in this picture and this sound?');
+  if (mine && Array.isArray(mine.capabilities) && !(mine.capabilities.includes('vision') && mine.capabilities.includes('audio'))) {
+    // The UI says so before sending anything.
+    const notice = page.locator('#notice');
+    await notice.waitFor();
+    const msg = await notice.locator('.notice-text').innerText();
+    assert.match(msg, /does not accept (images|audio)/);
+    await page.waitForTimeout(300);
+    assert.equal(w.chats.length, 0, 'a request went out before the user chose to send anyway');
+    out.capabilityMessage = msg;
+    await notice.getByRole('button', { name: 'Send anyway' }).click();
+  }
+  const resp = await respP;
+  await settled(page);
+  assert.equal(w.chats.length, 1);
+  const content = w.chats[0].body.messages.at(-1).content;
+  assert.ok(Array.isArray(content), 'content is not a parts array');
+  const img = content.find((p) => p.type === 'image_url');
+  const aud = content.find((p) => p.type === 'input_audio');
+  assert.ok(img && img.image_url.url.startsWith('data:image/png;base64,'), 'no image_url part');
+  assert.ok(aud && aud.input_audio.format === 'wav' && aud.input_audio.data.length > 100, 'no input_audio part');
+  assert.equal(Buffer.from(aud.input_audio.data, 'base64').toString('latin1', 0, 4), 'RIFF');
+  assert.deepEqual(Buffer.from(img.image_url.url.split(',')[1], 'base64'), fs.readFileSync(env.image), 'the image was altered');
+  // The sent message shows its thumbnail and player.
+  const user = page.locator('article.msg-user').last();
+  assert.equal(await user.locator('img').count(), 1);
+  assert.equal(await user.locator('audio').count(), 1);
+  out.status = resp.status();
+  if (resp.status() >= 400) {
+    // The server's message, verbatim.
+    const body = await resp.json();
+    const shown = await lastReply(page).locator('.msg-error').innerText();
+    assert.equal(shown, body.error.message);
+    out.serverMessage = shown;
+  }
+  return out;
+}
+
+async function persist({ page, w, env }) {
+  await ready(page, env.base);
+  await send(page, 'First conversation');
+  await settled(page);
+  await page.click('#new-chat');
+  await send(page, 'Second conversation');
+  await settled(page);
+  const items = page.locator('#conv-list .conv');
+  assert.equal(await items.count(), 2);
+  // Rename the first one.
+  const first = items.filter({ hasText: 'First conversation' });
+  await first.getByRole('button', { name: /^Rename/ }).click();
+  await page.fill('.conv-rename', 'Renamed chat');
+  await page.press('.conv-rename', 'Enter');
+  await page.locator('#conv-list .conv', { hasText: 'Renamed chat' }).waitFor();
+  await page.reload();
+  await page.waitForSelector('body[data-ready="true"]');
+  const titles = await page.locator('#conv-list .conv-open').allInnerTexts();
+  assert.deepEqual(titles.map((t) => t.trim()).sort(), ['Renamed chat', 'Second conversation']);
+  // The open conversation survived with its reply.
+  assert.equal((await page.locator('article.msg-user .msg-body').innerText()).trim(), 'Second conversation');
+  assert.equal(await page.locator('article.msg-assistant').count(), 1);
+  await page.locator('#conv-list .conv-open', { hasText: 'Renamed chat' }).click();
+  assert.equal((await page.locator('article.msg-user .msg-body').innerText()).trim(), 'First conversation');
+  assert.equal(await page.locator('#conv-list .conv-open[aria-current]').innerText(), 'Renamed chat');
+  // Export.
+  const [dj] = await Promise.all([page.waitForEvent('download'), page.click('#export-json')]);
+  const json = JSON.parse(fs.readFileSync(await dj.path(), 'utf8'));
+  assert.equal(json.title, 'Renamed chat');
+  assert.equal(json.messages.length, 2);
+  assert.equal(dj.suggestedFilename(), 'renamed-chat.json');
+  const [dm] = await Promise.all([page.waitForEvent('download'), page.click('#export-md')]);
+  const md = fs.readFileSync(await dm.path(), 'utf8');
+  assert.match(md, /^# Renamed chat\n/);
+  assert.match(md, /## User\n\nFirst conversation\n/);
+  // Delete it; it stays gone after a reload.
+  page.once('dialog', (d) => d.accept());
+  await page.locator('#conv-list .conv', { hasText: 'Renamed chat' }).getByRole('button', { name: /^Delete/ }).click();
+  await page.locator('#conv-list .conv', { hasText: 'Renamed chat' }).waitFor({ state: 'detached' });
+  await page.reload();
+  await page.waitForSelector('body[data-ready="true"]');
+  assert.deepEqual((await page.locator('#conv-list .conv-open').allInnerTexts()).map((t) => t.trim()), ['Second conversation']);
+  return { requests: w.chats.length };
+}
+
+async function edit({ page, w, env }) {
+  await ready(page, env.base);
+  await send(page, 'Original question');
+  await settled(page);
+  await page.getByRole('button', { name: 'Regenerate this reply' }).click();
+  await settled(page);
+  assert.equal(w.chats.length, 2);
+  assert.deepEqual(w.chats[1].body.messages, w.chats[0].body.messages, 'regenerate sent a different history');
+  assert.equal(await page.locator('article.msg').count(), 2, 'regenerate kept the old reply');
+  await page.getByRole('button', { name: 'Edit and resend this message' }).click();
+  const box = page.locator('.edit-box');
+  await box.fill('Edited question');
+  await box.press('Enter');
+  await settled(page);
+  assert.equal(w.chats.length, 3);
+  assert.deepEqual(w.chats[2].body.messages, [{ role: 'user', content: 'Edited question' }]);
+  assert.equal((await page.locator('article.msg-user .msg-body').innerText()).trim(), 'Edited question');
+  assert.equal(await page.locator('article.msg').count(), 2);
+  // A second turn sends the first reply back without its reasoning.
+  await send(page, 'Follow-up');
+  await settled(page);
+  const msgs = w.chats[3].body.messages;
+  assert.deepEqual(msgs.map((m) => m.role), ['user', 'assistant', 'user']);
+  assert.ok(!String(msgs[1].content).includes('<think>'));
+  return { requests: w.chats.length };
+}
+
+async function screenshot({ page, env }) {
+  await page.setViewportSize({ width: 1280, height: 1060 });
+  await ready(page, env.base);
+  await dropFiles(page, [{ path: env.image, type: 'image/png' }]);
+  await page.waitForSelector('#attachments .chip-image img');
+  await send(page, 'What is in this picture?');
+  await settled(page);
+  await page.locator('article.msg-assistant details.thinking summary').click();
+  await page.mouse.move(0, 0);
+  await page.evaluate(() => {
+    document.getElementById('messages').scrollTop = 0;
+  });
+  await page.screenshot({ path: process.env.SHOT });
+  return { shot: process.env.SHOT };
+}
+
+export const scenarios = { stream, stop, models, media, persist, edit, screenshot };

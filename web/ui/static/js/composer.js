@@ -1,0 +1,144 @@
+// Composer is the message box: Enter sends, Shift+Enter breaks the line,
+// and images or audio arrive by drag and drop anywhere on the page, by
+// paste, or through the file button; they wait as chips (thumbnail or
+// audio player, with a remove button) until the message is sent.
+
+import { fromFile } from './attach.js';
+import { h } from './render.js';
+
+export class Composer {
+  /**
+   * @param {{form, input, fileInput, attachButton, tray, overlay}} els
+   * @param {{onSubmit: () => void, onError: (msg: string) => void, onChange: () => void}} on
+   */
+  constructor(els, on) {
+    this.els = els;
+    this.on = on;
+    this.attachments = [];
+    this.pending = 0;
+    const { form, input, fileInput, attachButton } = els;
+    form.addEventListener('submit', (e) => {
+      e.preventDefault();
+      this.on.onSubmit();
+    });
+    input.addEventListener('keydown', (e) => {
+      if (e.key === 'Enter' && !e.shiftKey && !e.isComposing && !e.altKey) {
+        e.preventDefault();
+        this.on.onSubmit();
+      }
+    });
+    input.addEventListener('input', () => {
+      this.autosize();
+      this.on.onChange();
+    });
+    input.addEventListener('paste', (e) => {
+      const files = [...(e.clipboardData ? e.clipboardData.files : [])];
+      if (files.length) {
+        if (!e.clipboardData.getData('text/plain')) e.preventDefault();
+        this.add(files);
+      }
+    });
+    attachButton.addEventListener('click', () => fileInput.click());
+    fileInput.addEventListener('change', () => {
+      this.add([...fileInput.files]);
+      fileInput.value = '';
+    });
+    this.dragDepth = 0;
+    const hasFiles = (e) => e.dataTransfer && [...e.dataTransfer.types].includes('Files');
+    document.addEventListener('dragenter', (e) => {
+      if (!hasFiles(e)) return;
+      e.preventDefault();
+      this.dragDepth++;
+      els.overlay.hidden = false;
+    });
+    document.addEventListener('dragover', (e) => {
+      if (!hasFiles(e)) return;
+      e.preventDefault();
+      e.dataTransfer.dropEffect = 'copy';
+    });
+    document.addEventListener('dragleave', (e) => {
+      if (!hasFiles(e)) return;
+      this.dragDepth = Math.max(0, this.dragDepth - 1);
+      if (this.dragDepth === 0) els.overlay.hidden = true;
+    });
+    document.addEventListener('drop', (e) => {
+      this.dragDepth = 0;
+      els.overlay.hidden = true;
+      if (!e.dataTransfer || !e.dataTransfer.files.length) return;
+      e.preventDefault();
+      this.add([...e.dataTransfer.files]);
+    });
+  }
+
+  /** text is the message typed so far. */
+  get text() {
+    return this.els.input.value;
+  }
+
+  set text(v) {
+    this.els.input.value = v;
+    this.autosize();
+  }
+
+  /** busy reports whether files are still being read. */
+  get busy() {
+    return this.pending > 0;
+  }
+
+  focus() {
+    this.els.input.focus();
+  }
+
+  autosize() {
+    const t = this.els.input;
+    t.style.height = 'auto';
+    t.style.height = Math.min(t.scrollHeight + 2, Math.round(window.innerHeight * 0.4)) + 'px';
+  }
+
+  /** add reads files into attachments, reporting the ones it cannot take. */
+  async add(files) {
+    this.pending++;
+    this.paint();
+    try {
+      for (const f of files) {
+        try {
+          this.attachments.push(await fromFile(f));
+        } catch (e) {
+          this.on.onError(e.message);
+        }
+        this.paint();
+      }
+    } finally {
+      this.pending--;
+      this.paint();
+      this.on.onChange();
+    }
+  }
+
+  /** take returns the attachments and empties the box. */
+  take() {
+    const a = this.attachments;
+    this.attachments = [];
+    this.text = '';
+    this.paint();
+    return a;
+  }
+
+  paint() {
+    const tray = this.els.tray;
+    tray.hidden = !this.attachments.length && !this.pending;
+    const chips = this.attachments.map((a, i) => {
+        const remove = h('button', { type: 'button', class: 'chip-remove', 'aria-label': `Remove ${a.name}` }, '×');
+        remove.addEventListener('click', () => {
+          this.attachments.splice(i, 1);
+          this.paint();
+          this.on.onChange();
+          this.focus();
+        });
+        const preview = a.kind === 'image' ? h('img', { src: a.data, alt: '' }) : h('audio', { controls: true, src: a.data, 'aria-label': a.name });
+        return h('div', { class: `chip chip-${a.kind}`, role: 'group', 'aria-label': `${a.kind === 'image' ? 'Image' : 'Audio'} ${a.name}` }, preview, h('span', { class: 'chip-name' }, a.name), remove);
+    });
+    if (this.pending) chips.push(h('div', { class: 'chip chip-reading', role: 'status' }, 'Reading…'));
+    tray.replaceChildren(...chips);
+  }
+}
