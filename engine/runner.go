@@ -107,7 +107,7 @@ func newRunner(dir string, m *Model, opt RunnerOptions) (*Runner, error) {
 	}
 	r := &Runner{
 		id: id, model: m, tok: tok, tmpl: tmpl,
-		eos:   map[int32]bool{},
+		eos:      map[int32]bool{},
 		queueLen: queueLen,
 		wake:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
