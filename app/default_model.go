@@ -1,19 +1,28 @@
 package main
 
 import (
-	"path/filepath"
+	"fmt"
+	"os"
 
+	"hearth/assets"
 	"hearth/engine/pool"
-	"hearth/internal/testmodels"
 )
 
-// temporaryDefaultModel is the model `hearth serve` loads when none is
-// configured, until assets/ embeds the starter model: the chat-tiny test
-// fixture of this repository (testdata/models/chat-tiny), found through
-// the source tree, so it works with `go run ./app` and `go test` in a
-// checkout and not from a copied binary. Its weights are random: it
-// speaks real tokens but produces no meaningful text.
-func temporaryDefaultModel() pool.Model {
-	dir := filepath.Join(testmodels.Root(), "chat-tiny")
-	return pool.Model{ID: "chat-tiny", Dir: dir}
+// defaultModel is the model `hearth serve` loads when none is configured:
+// the starter model embedded in the binary (assets/starter), extracted on
+// first use under the user's cache directory ($XDG_CACHE_HOME, else the
+// platform's: ~/.cache on Linux, ~/Library/Caches on macOS).
+func (c *cli) defaultModel() (pool.Model, error) {
+	root := c.env.Getenv("XDG_CACHE_HOME")
+	if root == "" {
+		var err error
+		if root, err = os.UserCacheDir(); err != nil {
+			return pool.Model{}, fmt.Errorf("starter model: no cache directory: %w", err)
+		}
+	}
+	dir, err := assets.Starter(root)
+	if err != nil {
+		return pool.Model{}, err
+	}
+	return pool.Model{ID: assets.StarterID, Dir: dir}, nil
 }

@@ -53,6 +53,9 @@ func newCLI(t *testing.T, stdin string, env mapEnv) (*cli, *syncBuffer, *syncBuf
 	if _, ok := env["HF_HOME"]; !ok {
 		env["HF_HOME"] = t.TempDir()
 	}
+	if _, ok := env["XDG_CACHE_HOME"]; !ok {
+		env["XDG_CACHE_HOME"] = t.TempDir() // where the starter model is extracted
+	}
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -199,7 +202,7 @@ func TestServeAndPS(t *testing.T) {
 	}
 	json.NewDecoder(resp.Body).Decode(&chat)
 	resp.Body.Close()
-	if resp.StatusCode != 200 || chat.Model != "chat-tiny" {
+	if resp.StatusCode != 200 || chat.Model != "hearth/starter" {
 		t.Errorf("chat: %d, model %q", resp.StatusCode, chat.Model)
 	}
 
@@ -208,7 +211,7 @@ func TestServeAndPS(t *testing.T) {
 	if err := ps.run([]string{"ps", "--port", port}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "chat-tiny") || !strings.Contains(out.String(), "memory: server") {
+	if !strings.Contains(out.String(), "hearth/starter") || !strings.Contains(out.String(), "memory: server") {
 		t.Errorf("ps:\n%s", out.String())
 	}
 

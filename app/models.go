@@ -16,9 +16,13 @@ import (
 )
 
 // registry opens the model registry over the Hugging Face cache, with the
-// built-in default model registered as a local directory.
+// built-in starter model registered as a local directory when it can be
+// extracted.
 func (c *cli) registry() *registry.Registry {
-	return registry.New(c.hub().CacheDir, temporaryDefaultModel().Dir)
+	if def, err := c.defaultModel(); err == nil {
+		return registry.New(c.hub().CacheDir, def.Dir)
+	}
+	return registry.New(c.hub().CacheDir)
 }
 
 // resolveModel finds what the user named on the command line: a repo id
@@ -74,6 +78,13 @@ func (c *cli) ls(args []string) error {
 	recs, err := reg.List()
 	if err != nil {
 		return err
+	}
+	if def, err := c.defaultModel(); err == nil {
+		for i := range recs {
+			if recs[i].Dir == def.Dir {
+				recs[i].ID = def.ID // the built-in model, not its cache path
+			}
+		}
 	}
 	var judge func(registry.Record) fit.Verdict
 	if mem, err := fit.System(); err == nil {

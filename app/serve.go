@@ -9,10 +9,10 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
+	"hearth/assets"
 	"hearth/engine"
 	"hearth/engine/pool"
 	"hearth/web"
@@ -61,11 +61,14 @@ func (c *cli) serve(args []string) error {
 	}
 	log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: level}))
 
-	def := temporaryDefaultModel()
+	var def pool.Model
 	if *model != "" {
-		if def, err = c.resolveModel(*model); err != nil {
-			return err
-		}
+		def, err = c.resolveModel(*model)
+	} else {
+		def, err = c.defaultModel()
+	}
+	if err != nil {
+		return err
 	}
 	p := pool.New(pool.Options{Runner: rf.options(*queue), Default: def, Resolve: c.registryResolve})
 	defer p.Close()
@@ -93,8 +96,8 @@ func (c *cli) serve(args []string) error {
 	fmt.Fprintf(c.stdout, "hearth %s serving %s (%s, %s, %d tokens of context; loaded in %s)\n",
 		version, info.ID, info.Family, info.Backend, info.ContextTokens, time.Since(start).Round(time.Millisecond))
 	fmt.Fprintf(c.stdout, "listening on %s  (OpenAI: %s/v1, Anthropic: %s/v1/messages)\n", url, url, url)
-	if strings.HasSuffix(def.Dir, "chat-tiny") && def.ID == "chat-tiny" {
-		fmt.Fprintln(c.stdout, "note: chat-tiny is a test model with random weights; its text is meaningless (use --model to serve a real one)")
+	if def.ID == assets.StarterID {
+		fmt.Fprintln(c.stdout, "note: hearth/starter is a tiny built-in model for a first try; pull a bigger one with `hearth pull org/name` and serve it with --model")
 	}
 
 	select {
