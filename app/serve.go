@@ -21,19 +21,30 @@ import (
 // runnerFlags are the flags that shape a loaded model.
 type runnerFlags struct {
 	threads, ctx *int
+	backend      *string
 }
 
 func (c *cli) runnerFlags(fs interface {
 	Int(name string, value int, usage string) *int
+	String(name string, value string, usage string) *string
 }) runnerFlags {
+	backend := c.env.Getenv("HEARTH_BACKEND")
+	if backend == "" {
+		backend = "auto"
+	}
 	return runnerFlags{
 		threads: fs.Int("threads", 0, "CPU threads (0 = all cores)"),
 		ctx:     fs.Int("ctx", 0, "context length in tokens (0 = the smaller of 8192 and the model's)"),
+		backend: fs.String("backend", backend, "auto (a real GPU when there is one, else the CPU), gpu or cpu (env HEARTH_BACKEND)"),
 	}
 }
 
 func (f runnerFlags) options(queue int) engine.RunnerOptions {
-	return engine.RunnerOptions{Options: engine.Options{Threads: *f.threads}, ContextTokens: *f.ctx, QueueLen: queue}
+	opt := engine.RunnerOptions{Options: engine.Options{Threads: *f.threads}, ContextTokens: *f.ctx, QueueLen: queue}
+	if f.backend != nil {
+		opt.Backend = *f.backend
+	}
+	return opt
 }
 
 func (c *cli) serve(args []string) error {

@@ -19,7 +19,7 @@ import (
 
 // Options configure a load.
 type Options struct {
-	Backend string // "cpu" (default); "gpu" arrives with the GPU backend
+	Backend string // "auto" (default: a real GPU when there is one), "gpu" or "cpu"
 	Threads int    // CPU worker threads; 0 = all cores
 	// ChunkTokens is the most tokens one forward pass takes; longer
 	// prompts are prefilled in chunks. 0 means 512.
@@ -34,6 +34,7 @@ type Model struct {
 	Config  *config.Config
 	Family  *family.Family
 	backend tensor.Backend
+	device  string // the GPU adapter's name, when on the GPU
 	impl    family.Model
 	set     *weights.Set
 	chunk   int
@@ -55,12 +56,9 @@ func Load(dir string, opt Options) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load %s: quantization: %w", dir, err)
 	}
-	var b tensor.Backend
-	switch opt.Backend {
-	case "", "cpu":
-		b = cpu.New(cpu.Options{Threads: opt.Threads})
-	default:
-		return nil, fmt.Errorf("load %s: unknown backend %q (available: cpu)", dir, opt.Backend)
+	b, device, err := newBackend(opt)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", dir, err)
 	}
 	set, err := weights.Open(dir)
 	if err != nil {
@@ -84,11 +82,33 @@ func Load(dir string, opt Options) (*Model, error) {
 	if chunk <= 0 {
 		chunk = 512
 	}
-	return &Model{Dir: dir, Config: cfg, Family: fam, backend: b, impl: impl, set: set, chunk: chunk}, nil
+	return &Model{Dir: dir, Config: cfg, Family: fam, backend: b, device: device, impl: impl, set: set, chunk: chunk}, nil
 }
 
-// Backend names the backend the model runs on.
-func (m *Model) Backend() string { return m.backend.Name() }
+// newBackend picks the backend opt asks for; auto takes a real GPU when
+// there is one and the CPU otherwise.
+func newBackend(opt Options) (tensor.Backend, string, error) {
+	switch opt.Backend {
+	case "", "auto":
+		if b, device, err := newGPU(true); err == nil && b != nil {
+			return b, device, nil
+		}
+		return cpu.New(cpu.Options{Threads: opt.Threads}), "", nil
+	case "gpu":
+		return newGPU(false)
+	case "cpu":
+		return cpu.New(cpu.Options{Threads: opt.Threads}), "", nil
+	}
+	return nil, "", fmt.Errorf("unknown backend %q (auto, gpu or cpu)", opt.Backend)
+}
+
+// Backend names the backend the model runs on ("cpu", or "gpu (NVIDIA H200)").
+func (m *Model) Backend() string {
+	if m.device != "" {
+		return m.backend.Name() + " (" + m.device + ")"
+	}
+	return m.backend.Name()
+}
 
 // Close frees the backend and unmaps the weights.
 func (m *Model) Close() error {

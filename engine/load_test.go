@@ -140,3 +140,10 @@ func TestLoadErrorTypes(t *testing.T) {
 		t.Errorf("Load error = %v, want family.ErrUnsupported", err)
 	}
 }
+
+func TestUnknownBackend(t *testing.T) {
+	_, err := engine.Load(filepath.Join(testmodels.Root(), "llama-f32"), engine.Options{Backend: "tpu"})
+	if err == nil || !strings.Contains(err.Error(), `unknown backend "tpu" (auto, gpu or cpu)`) {
+		t.Errorf("Load with backend tpu: error = %v", err)
+	}
+}

@@ -26,7 +26,7 @@ func TestManifest(t *testing.T) {
 		t.Fatal("manifest has no entries")
 	}
 	for _, e := range m.Entries {
-		t.Run(e.Name, func(t *testing.T) { checkEntry(t, e, engine.Options{}) })
+		t.Run(e.Name, func(t *testing.T) { checkEntry(t, e, engine.Options{Backend: "cpu"}) })
 	}
 }
 
@@ -41,7 +41,7 @@ func TestChunkedPrefill(t *testing.T) {
 		if e.Variant != "f32" {
 			continue
 		}
-		t.Run(e.Name, func(t *testing.T) { checkEntry(t, e, engine.Options{ChunkTokens: 3}) })
+		t.Run(e.Name, func(t *testing.T) { checkEntry(t, e, engine.Options{Backend: "cpu", ChunkTokens: 3}) })
 	}
 }
 

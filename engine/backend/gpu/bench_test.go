@@ -1,0 +1,289 @@
+package gpu_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"hearth/engine/backend/gpu"
+	"hearth/engine/family"
+	"hearth/engine/tensor"
+	"hearth/engine/weights"
+)
+
+var (
+	benchModels = flag.String("gpubench.models", "llama-3.2-1b,llama-3.1-8b", "synthetic shapes BenchmarkLlama runs (llama-3.2-1b, llama-3.1-8b, tiny)")
+	benchShapes = flag.String("gpubench.shapes", "", "extra matvec shapes for the decode benchmark, e.g. 4x32,2x64 (rows x lanes)")
+	benchFills  = flag.Int("gpubench.prefills", 3, "prefills timed per prefill benchmark, whatever b.N is (a prefill of the 8B shape takes about a second)")
+	benchBW     = flag.Float64("gpubench.bw", 4.3e12, "memory bandwidth in bytes/s that decode is compared with (H200: 4.3e12 measured copy, 4.8e12 datasheet)")
+	benchDir    string // synthetic checkpoints, removed by TestMain
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	// Mesa 22.3's lavapipe (Debian 12) crashes in its compute worker
+	// threads on some of these graphs (a segfault or "Unsupported command"
+	// in the driver's queue thread; correct results with one thread, and
+	// under the Vulkan validation layer). Its single-threaded mode is
+	// exact and fast enough for these tests. Real GPU drivers ignore it.
+	if _, set := os.LookupEnv("LP_NUM_THREADS"); !set {
+		os.Setenv("LP_NUM_THREADS", "0")
+	}
+	code := m.Run()
+	if benchDir != "" {
+		os.RemoveAll(benchDir)
+	}
+	os.Exit(code)
+}
+
+// bench is one synthetic model loaded on the gpu backend, shared by the
+// sub-benchmarks (loading the 8B shape takes seconds).
+type bench struct {
+	m         *model
+	b         *gpu.Backend
+	shape     llamaShape
+	wBytes    int64 // bytes of weights one decoded token reads
+	loadTime  time.Duration
+	writeTime time.Duration
+}
+
+var benches = map[string]*bench{}
+
+func loadBench(b *testing.B, s llamaShape) *bench {
+	if m, ok := benches[s.Name]; ok {
+		return m
+	}
+	g := newGPU(b, gpu.Options{})
+	if benchDir == "" {
+		d, err := os.MkdirTemp("", "hearth-gpubench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchDir = d
+	}
+	dir := benchDir + "/" + s.Name
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	t0 := time.Now()
+	if err := writeSynth(dir, s, 4); err != nil {
+		b.Fatal(err)
+	}
+	t1 := time.Now()
+	m, err := load(dir, g)
+	if err != nil {
+		b.Fatal(err)
+	}
+	bn := &bench{m: m, b: g, shape: s, writeTime: t1.Sub(t0), loadTime: time.Since(t1)}
+	// every tensor is read once per token, except the embedding table of
+	// an untied model (one row)
+	set, err := weights.Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, name := range set.Names() {
+		info, _ := set.Info(name)
+		if !s.Tied && strings.HasPrefix(name, "model.embed_tokens.") {
+			continue
+		}
+		bn.wBytes += info.Length
+	}
+	set.Close()
+	benches[s.Name] = bn
+	b.Logf("%s: wrote the synthetic checkpoint in %v, loaded it in %v; a token reads %.2f GB of weights", s.Name, bn.writeTime.Round(time.Millisecond), bn.loadTime.Round(time.Millisecond), float64(bn.wBytes)/1e9)
+	return bn
+}
+
+// kvBytes is the KV cache a decode step reads at context n (float32).
+func (bn *bench) kvBytes(n int) int64 {
+	s := bn.shape
+	return int64(2*s.Layers*s.KVHeads*s.HeadDim*4) * int64(n)
+}
+
+func prompt(n, vocab int) []int32 {
+	p := make([]int32, n)
+	for i := range p {
+		p[i] = int32((i*7919 + 13) % vocab)
+	}
+	return p
+}
+
+// BenchmarkLlama measures prefill and decode of synthetic Llama-3.2-1B and
+// Llama-3.1-8B shapes with 4-bit MLX weights (group 64, BF16 scales), the
+// way engine.Sequence runs them (chunks of 512, host argmax between steps).
+// Decode reports tok/s, the host time spent in Run (plan lookup, input and
+// parameter upload, encoding, submit), the device-bound time per token
+// (16 steps submitted back to back, one read), and both as a percentage of
+// the memory-bandwidth bound (weights + KV bytes per token over
+// -gpubench.bw). The first decode run also logs a per-kernel profile.
+//
+//	go test -run '^$' -bench Llama -benchtime 64x ./engine/backend/gpu/
+func BenchmarkLlama(b *testing.B) {
+	for _, name := range strings.Split(*benchModels, ",") {
+		s, ok := map[string]llamaShape{llama1B.Name: llama1B, llama8B.Name: llama8B, llamaTiny.Name: llamaTiny}[name]
+		if !ok {
+			b.Fatalf("unknown -gpubench.models entry %q", name)
+		}
+		b.Run(s.Name, func(b *testing.B) {
+			b.Run("prefill512", func(b *testing.B) { benchPrefill(b, loadBench(b, s), 512) })
+			shapes := []gpu.MatVecShape{{}}
+			for _, f := range strings.Split(*benchShapes, ",") {
+				var sh gpu.MatVecShape
+				if _, err := fmt.Sscanf(f, "%dx%d", &sh.Rows, &sh.Lanes); err == nil {
+					shapes = append(shapes, sh)
+				}
+			}
+			for _, sh := range shapes {
+				label := "decode"
+				if sh.Rows != 0 {
+					label = fmt.Sprintf("decode-%dx%d", sh.Rows, sh.Lanes)
+				}
+				b.Run(label, func(b *testing.B) {
+					bn := loadBench(b, s)
+					def := gpu.MatVecShape{Rows: 2, Lanes: 32}
+					if sh.Rows == 0 {
+						sh = def
+					}
+					if err := bn.b.SetMatVec(sh); err != nil {
+						b.Fatal(err)
+					}
+					defer bn.b.SetMatVec(def)
+					benchDecode(b, bn, 512)
+				})
+			}
+		})
+	}
+}
+
+func benchPrefill(b *testing.B, bn *bench, n int) {
+	ctx := context.Background()
+	toks := prompt(n, bn.shape.Vocab)
+	warm, err := bn.m.newSeq(n+8, 512)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := warm.forward(ctx, toks); err != nil { // compile the plan
+		b.Fatal(err)
+	}
+	warm.close()
+	iters := min(b.N, *benchFills)
+	var elapsed time.Duration
+	for i := 0; i < iters; i++ {
+		s, err := bn.m.newSeq(n+8, 512)
+		if err != nil {
+			b.Fatal(err)
+		}
+		t0 := time.Now()
+		if _, err := s.forward(ctx, toks); err != nil {
+			b.Fatal(err)
+		}
+		elapsed += time.Since(t0)
+		s.close()
+	}
+	b.ReportMetric(float64(elapsed.Nanoseconds())/float64(iters), "ns/op")
+	b.ReportMetric(float64(n*iters)/elapsed.Seconds(), "tok/s")
+}
+
+func benchDecode(b *testing.B, bn *bench, ctxTokens int) {
+	ctx := context.Background()
+	s, err := bn.m.newSeq(ctxTokens+b.N+64, 512)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.close()
+	logits, err := s.forward(ctx, prompt(ctxTokens, bn.shape.Vocab))
+	if err != nil {
+		b.Fatal(err)
+	}
+	tok := argmax(logits)
+	for i := 0; i < 4; i++ { // compile and warm the decode plan
+		if logits, err = s.forward(ctx, []int32{tok}); err != nil {
+			b.Fatal(err)
+		}
+		tok = argmax(logits)
+	}
+	startLen := s.len()
+	var runTime, readTime time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		g, l, err := s.graph([]int32{tok})
+		if err != nil {
+			b.Fatal(err)
+		}
+		t0 := time.Now()
+		if err := bn.m.b.Run(ctx, g, l); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if err := bn.m.b.Read(l, logits); err != nil {
+			b.Fatal(err)
+		}
+		readTime += time.Since(t1)
+		runTime += t1.Sub(t0)
+		tok = argmax(logits)
+	}
+	b.StopTimer()
+	per := b.Elapsed().Seconds() / float64(b.N)
+	bytes := float64(bn.wBytes + bn.kvBytes(startLen+b.N/2))
+	// device-bound time: the same step submitted 16 times, one read
+	const reps = 16
+	g, l, err := s.graph([]int32{tok})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.trim(1)
+	t0 := time.Now()
+	for i := 0; i < reps; i++ {
+		if err := bn.m.b.Run(ctx, g, l); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := bn.m.b.Read(l, logits); err != nil {
+		b.Fatal(err)
+	}
+	dev := time.Since(t0).Seconds() / reps
+	b.ReportMetric(1/per, "tok/s")
+	b.ReportMetric(per*1e3, "ms/tok")
+	b.ReportMetric(float64(runTime.Microseconds())/float64(b.N), "host-µs/tok")
+	b.ReportMetric(float64(readTime.Microseconds())/float64(b.N), "wait-µs/tok")
+	b.ReportMetric(100*bytes / *benchBW / per, "%bw")
+	b.ReportMetric(dev*1e3, "dev-ms/tok")
+	b.ReportMetric(100*bytes / *benchBW / dev, "%bw-dev")
+	if err := bn.b.SetProfile(true); err == nil {
+		g, l, _ := s.graph([]int32{tok})
+		s.trim(1)
+		if err := bn.m.b.Run(ctx, g, l); err == nil {
+			if prof, err := bn.b.LastProfile(); err == nil {
+				logProfile(b, bn, prof, bytes)
+			}
+		}
+		bn.b.SetProfile(false)
+	}
+}
+
+func logProfile(b *testing.B, bn *bench, prof []gpu.KernelTime, bytes float64) {
+	var total time.Duration
+	for _, k := range prof {
+		total += k.Time
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "%s decode profile (each kernel in its own pass): %v device time, %.0f%% of the bandwidth bound\n", bn.shape.Name, total, 100*bytes / *benchBW / total.Seconds())
+	sort.SliceStable(prof, func(i, j int) bool { return prof[i].Time > prof[j].Time })
+	for _, k := range prof {
+		fmt.Fprintf(&sb, "  %-40s %4d× %9v %5.1f%%\n", k.Label, k.Count, k.Time, 100*float64(k.Time)/float64(total))
+	}
+	b.Log(sb.String())
+}
+
+// graph records one decode step without running it; the sequence grows
+// by the tokens (trim to undo).
+func (s *seq) graph(tokens []int32) (*tensor.Graph, tensor.T, error) {
+	g := tensor.NewGraph(s.m.b)
+	l, err := s.m.impl.Forward(g, &family.Batch{Tokens: tokens, Pos: s.len(), Caches: s.caches})
+	return g, l, err
+}

@@ -1,0 +1,367 @@
+package gpu
+
+import (
+	"fmt"
+
+	"hearth/engine/tensor"
+)
+
+// mvJob is one matrix-vector kernel and the graph nodes it covers. Every
+// fusion computes the same float32 expression as the nodes it replaces
+// (modulo summation order), so the conformance suite holds both ways:
+//
+//	group:    up to three MatMul(x, w_i) sharing x       → one dispatch
+//	rms:      MatMul(RMSNorm(h, nw), w) with one row     → normalise in the prologue
+//	dual:     Mul(SiLU(MatMul(x, g)), MatMul(x, u))      → silu(x·g)·(x·u)
+//	epilogue: Add(r, Add(MatMul(x, w), bias))            → bias and residual added on store
+type mvJob struct {
+	at   int      // node where the kernel is emitted
+	x    tensor.T // the activation rows read
+	norm int      // folded RMSNorm node, or -1
+	mats []int    // MatMul nodes (gate, up for dual)
+	dual bool
+	outs []int      // root written per output
+	bias []tensor.T // per output
+	res  []tensor.T // per output
+}
+
+// reads reports whether the job reads buffer dst.
+func (j *mvJob) reads(c *compiler, dst *buffer) bool {
+	ts := []tensor.T{j.x}
+	for _, m := range j.mats {
+		ts = append(ts, c.g.Nodes[m].In[1])
+	}
+	ts = append(append(ts, j.bias...), j.res...)
+	for _, t := range ts {
+		if !t.IsNone() && c.bufOf(t) == dst {
+			return true
+		}
+	}
+	return false
+}
+
+// mvRows is the number of activation rows of MatMul node i when the
+// matrix-vector kernel can run it, else 0.
+func (c *compiler) mvRows(i int) int {
+	nd := &c.g.Nodes[i]
+	if nd.Op != tensor.OpMatMul {
+		return 0
+	}
+	w := c.bufOf(nd.In[1])
+	if w == nil || w.alloc || len(w.blocks) != 1 {
+		return 0
+	}
+	k := w.cols()
+	xs := c.g.Shape(nd.In[0])
+	m := tensor.Elements(xs) / k
+	if k%32 != 0 || m > 16 || m < 1 {
+		return 0
+	}
+	if r := c.rootOf(nd.In[0]); r >= 0 && c.g.Nodes[r].Ints != nil {
+		return 0
+	}
+	if c.bufOf(nd.In[0]) != nil && c.bufOf(nd.In[0]).kind != f32Kind {
+		return 0
+	}
+	return m
+}
+
+// plainJobs makes one unfused job per matrix-vector MatMul.
+func (c *compiler) plainJobs() {
+	for i := range c.g.Nodes {
+		if c.mvRows(i) > 0 {
+			c.addJob(&mvJob{at: i, x: c.g.Nodes[i].In[0], norm: -1, mats: []int{i}, outs: []int{i}, bias: []tensor.T{{}}, res: []tensor.T{{}}})
+		}
+	}
+}
+
+func (c *compiler) addJob(j *mvJob) {
+	c.jobAt[j.at] = j
+	for _, r := range j.outs {
+		c.writerAt[r] = j.at
+	}
+}
+
+// single is the one consumer of root r, or -1.
+func (c *compiler) single(r int) int {
+	if r < 0 || c.uses[r] != 1 || c.isOut[r] {
+		return -1
+	}
+	for i := r + 1; i < len(c.g.Nodes); i++ {
+		for _, t := range c.g.Nodes[i].In {
+			if t.Node() == r {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+func sameWeightShape(c *compiler, a, b int) bool {
+	wa, wb := c.bufOf(c.g.Nodes[a].In[1]), c.bufOf(c.g.Nodes[b].In[1])
+	return wa.kind == wb.kind && wa.cols() == wb.cols() && c.g.Nodes[a].In[0] == c.g.Nodes[b].In[0]
+}
+
+// fuse finds the mvJobs of the graph.
+func (c *compiler) fuse() {
+	taken := map[int]bool{}
+	nodes := c.g.Nodes
+	// dual: Mul(SiLU(G), U)
+	for u := range nodes {
+		if nodes[u].Op != tensor.OpMul || c.b.skip&fuseDual != 0 {
+			continue
+		}
+		a, b := nodes[u].In[0].Node(), nodes[u].In[1].Node()
+		if a < 0 || b < 0 {
+			continue
+		}
+		if nodes[a].Op != tensor.OpSiLU {
+			a, b = b, a
+		}
+		if a < 0 || nodes[a].Op != tensor.OpSiLU {
+			continue
+		}
+		gate := nodes[a].In[0].Node()
+		up := b
+		if gate < 0 || c.mvRows(gate) == 0 || c.mvRows(up) == 0 || taken[gate] || taken[up] || !sameWeightShape(c, gate, up) ||
+			c.single(gate) != a || c.single(a) != u || c.single(up) != u || !sameShape(nodes[gate].Shape, nodes[up].Shape) {
+			continue
+		}
+		taken[gate], taken[up] = true, true
+		c.folded[gate], c.folded[up], c.folded[a] = true, true, true
+		c.addJob(&mvJob{at: u, x: nodes[gate].In[0], norm: -1, mats: []int{gate, up}, dual: true, outs: []int{u}, bias: []tensor.T{{}}, res: []tensor.T{{}}})
+	}
+	// epilogues: bias and residual adds
+	for m := range nodes {
+		if taken[m] || c.mvRows(m) == 0 || c.b.skip&fuseEpilogue != 0 {
+			continue
+		}
+		j := &mvJob{at: m, x: nodes[m].In[0], norm: -1, mats: []int{m}, outs: []int{m}, bias: []tensor.T{{}}, res: []tensor.T{{}}}
+		if a := c.single(m); a >= 0 && nodes[a].Op == tensor.OpAdd && nodes[a].In[0].Node() == m {
+			if bb := c.bufOf(nodes[a].In[1]); bb != nil && !bb.alloc && !bb.kind.quantized() && len(bb.shape) == 1 && bb.shape[0] == nodes[m].Shape[len(nodes[m].Shape)-1] {
+				j.bias[0] = nodes[a].In[1]
+				c.folded[j.at] = true
+				j.at, j.outs[0] = a, a
+			}
+		}
+		if a := c.single(j.at); a >= 0 && nodes[a].Op == tensor.OpAdd {
+			var r tensor.T
+			switch {
+			case nodes[a].In[0].Node() == j.at && nodes[a].In[1].Node() != j.at:
+				r = nodes[a].In[1]
+			case nodes[a].In[1].Node() == j.at && nodes[a].In[0].Node() != j.at:
+				r = nodes[a].In[0]
+			}
+			if !r.IsNone() && sameShape(c.g.Shape(r), nodes[a].Shape) && c.isF32(r) {
+				j.res[0] = r
+				c.folded[j.at] = true
+				j.at, j.outs[0] = a, a
+			}
+		}
+		if j.at != m {
+			taken[m] = true
+			c.addJob(j)
+		}
+	}
+	// groups of plain matmuls sharing x
+	for m := range nodes {
+		if taken[m] || c.mvRows(m) == 0 {
+			continue
+		}
+		j := &mvJob{at: m, x: nodes[m].In[0], norm: -1, mats: []int{m}, outs: []int{m}, bias: []tensor.T{{}}, res: []tensor.T{{}}}
+		taken[m] = true
+		for o := m + 1; o < len(nodes) && len(j.mats) < 3; o++ {
+			if c.b.skip&fuseGroup == 0 && !taken[o] && c.mvRows(o) > 0 && sameWeightShape(c, m, o) && c.bindingsFor(len(j.mats)+1) <= int(c.b.limits.MaxStorageBuffersPerShaderStage) {
+				taken[o] = true
+				c.folded[o] = true
+				j.mats, j.outs = append(j.mats, o), append(j.outs, o)
+				j.bias, j.res = append(j.bias, tensor.T{}), append(j.res, tensor.T{})
+			}
+		}
+		c.addJob(j)
+	}
+	if c.b.skip&fuseRMS == 0 {
+		c.rmsFolds()
+	}
+}
+
+// bindingsFor is the storage bindings of a group of n quantized weights
+// with a norm weight: x, n·(data, scales), norm, n outputs.
+func (c *compiler) bindingsFor(n int) int { return 1 + 2*n + 1 + n }
+
+func (c *compiler) isF32(t tensor.T) bool {
+	if r := c.rootOf(t); r >= 0 {
+		return c.g.Nodes[r].Ints == nil
+	}
+	buf := c.bufOf(t)
+	return buf != nil && buf.kind == f32Kind && len(buf.blocks) == 1
+}
+
+// rmsFolds moves an RMSNorm of a single row into the prologue of the jobs
+// that consume it, when those jobs are its only consumers.
+func (c *compiler) rmsFolds() {
+	byX := map[int][]*mvJob{}
+	for _, j := range c.jobAt {
+		if n := j.x.Node(); n >= 0 {
+			byX[n] = append(byX[n], j)
+		}
+	}
+	for r, jobs := range byX {
+		nd := &c.g.Nodes[r]
+		if nd.Op != tensor.OpRMSNorm || c.isOut[r] || c.root[r] != r {
+			continue
+		}
+		k := nd.Shape[len(nd.Shape)-1]
+		if tensor.Elements(nd.Shape) != k || !c.sharedFits(k, jobs) {
+			continue
+		}
+		if len(nd.In) > 1 {
+			if w := c.bufOf(nd.In[1]); w == nil || w.kind.quantized() || len(w.blocks) != 1 {
+				continue
+			}
+		}
+		n := 0
+		for _, j := range jobs {
+			n += len(j.mats)
+		}
+		if n != c.uses[r] {
+			continue
+		}
+		for _, j := range jobs {
+			j.norm = r
+			j.x = nd.In[0]
+		}
+		c.folded[r] = true
+	}
+}
+
+// sharedFits reports whether a row of k floats plus the reduction buffer
+// fit in workgroup memory for every job.
+func (c *compiler) sharedFits(k int, jobs []*mvJob) bool {
+	for _, j := range jobs {
+		s := c.spec(j, 1, true)
+		if (k+s.redFloats())*4 > int(c.b.limits.MaxComputeWorkgroupStorageSize) {
+			return false
+		}
+	}
+	return true
+}
+
+// spec is the kernel shape for a job with m rows of x.
+func (c *compiler) spec(j *mvJob, m int, shared bool) *mvSpec {
+	w := c.bufOf(c.g.Nodes[j.mats[0]].In[1])
+	s := &mvSpec{K: w.cols(), Lanes: c.b.mv.Lanes, Rows: c.b.mv.Rows, MB: 1, Dual: j.dual}
+	if m > 1 {
+		s.MB, s.Rows, s.Shared = min(m, 4), 1, false
+		return s
+	}
+	s.Shared = shared && (s.K+s.redFloats())*4 <= int(c.b.limits.MaxComputeWorkgroupStorageSize)
+	return s
+}
+
+// matvec emits the kernel of job j.
+func (c *compiler) matvec(j *mvJob) error {
+	g := c.g
+	first := &g.Nodes[j.mats[0]]
+	m := tensor.Elements(g.Shape(first.In[0])) / c.bufOf(first.In[1]).cols()
+	if j.norm >= 0 {
+		m = 1
+	}
+	s := c.spec(j, m, true)
+	s.RMS = j.norm >= 0
+	if s.RMS && !s.Shared {
+		return fmt.Errorf("internal: rms prologue without workgroup memory")
+	}
+	var ops []operand
+	bind := 1
+	next := func(o ...operand) int {
+		b := bind
+		ops = append(ops, o...)
+		bind += len(o)
+		return b
+	}
+	x, err := c.f32(j.x)
+	if err != nil {
+		return err
+	}
+	s.XBind = next(x)
+	for i, mi := range j.mats {
+		a, wo, err := c.weight(g.Nodes[mi].In[1], 0, fmt.Sprintf("w%d", i), bind, s.K, true)
+		if err != nil {
+			return err
+		}
+		next(wo...)
+		s.W = append(s.W, a)
+	}
+	if s.RMS && len(g.Nodes[j.norm].In) > 1 {
+		a, wo, err := c.weight(g.Nodes[j.norm].In[1], 0, "nw", bind, s.K, false)
+		if err != nil {
+			return err
+		}
+		next(wo...)
+		s.Norm = &a
+	}
+	ns := make([]int, len(j.outs))
+	offs := make([]func(*tensor.Graph) uint32, len(j.outs))
+	for i, r := range j.outs {
+		ns[i] = g.Nodes[r].Shape[len(g.Nodes[r].Shape)-1]
+		s.Bias = append(s.Bias, nil)
+		if !j.bias[i].IsNone() {
+			a, bo, err := c.weight(j.bias[i], 0, fmt.Sprintf("b%d", i), bind, ns[i], false)
+			if err != nil {
+				return err
+			}
+			next(bo...)
+			s.Bias[i] = &a
+		}
+		o, off := c.out(r)
+		offs[i] = off
+		s.Out = append(s.Out, next(o))
+		s.Res = append(s.Res, -1)
+		if !j.res[i].IsNone() {
+			ro, err := c.f32(j.res[i])
+			if err != nil {
+				return err
+			}
+			s.Res[i] = next(ro)
+		}
+	}
+	src := s.source()
+	rpw := s.rowsPerWG()
+	wgs := make([]int, len(ns))
+	total := 0
+	for i, n := range ns {
+		total += (n + rpw - 1) / rpw
+		wgs[i] = total
+	}
+	norm := j.norm
+	label := fmt.Sprintf("matvec %v k%d", c.bufOf(first.In[1]).kind, s.K)
+	switch {
+	case j.dual:
+		label += " dual"
+	case len(j.outs) > 1:
+		label += fmt.Sprintf(" group%d", len(j.outs))
+	}
+	if s.RMS {
+		label += " rms"
+	}
+	if s.Res[0] >= 0 {
+		label += " res"
+	}
+	c.add(kspec{label: label, src: src, ops: ops,
+		params: func(g *tensor.Graph, p *[16]uint32) {
+			p[0] = uint32(m)
+			for i, n := range ns {
+				p[1+i] = uint32(n)
+				p[9+i] = offs[i](g)
+				p[12+i] = uint32(n)
+			}
+			p[4], p[5], p[6] = uint32(wgs[0]), uint32(wgs[min(1, len(wgs)-1)]), uint32(total)
+			if norm >= 0 {
+				p[7], p[8] = f32bits(g.Nodes[norm].F[0]), f32bits(g.Nodes[norm].F[1])
+			}
+		},
+		grid: grid1(total, (m+s.MB-1)/s.MB),
+	})
+	return nil
+}

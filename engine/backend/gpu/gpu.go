@@ -1,0 +1,305 @@
+// Package gpu is the WebGPU backend: every op of tensor.Ops() as a WGSL
+// compute kernel, run through wgpu-native (github.com/cogentcore/webgpu),
+// which drives Metal on macOS and Vulkan on Linux.
+//
+// Weights are copied once into device buffers in their stored form (F32,
+// F16, BF16 or MLX-quantized words) and dequantized inside the kernels. A
+// Run records the whole graph into one command encoder and one submission;
+// node results live in pooled device buffers, and the plan (pipelines, bind
+// groups, buffer assignment) is cached by the graph's structure, so a decode
+// step that repeats the last step's shape only rewrites the small input and
+// parameter buffers. Read maps only the requested output.
+//
+// docs/design/gpu.md describes the kernels, the fusions and the measurements.
+package gpu
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/cogentcore/webgpu/wgpu"
+
+	"hearth/engine/tensor"
+)
+
+// Options configure the backend.
+type Options struct {
+	// WeightBlockBytes caps the bytes of one weight binding; a larger
+	// weight is split into row blocks. 0 means the adapter's binding limit.
+	// Tests set it low to exercise the split path.
+	WeightBlockBytes uint64
+	// NoFusion runs every node as its own kernel (the conformance tests
+	// compare both ways).
+	NoFusion bool
+	// MatVec overrides the shape of the matrix-vector kernel (rows per
+	// thread, lanes per row); zero values pick the defaults. For tuning.
+	MatVec MatVecShape
+}
+
+// MatVecShape is how the matrix-vector kernel divides a workgroup of 256
+// invocations: Lanes invocations share one output row's dot product, and
+// each invocation carries Rows rows.
+type MatVecShape struct {
+	Rows  int // 1, 2 or 4
+	Lanes int // 16, 32 or 64
+}
+
+// Adapter describes the device a backend runs on.
+type Adapter struct {
+	Name    string // e.g. "NVIDIA H200", "llvmpipe (LLVM 15.0.6, 256 bits)"
+	Driver  string
+	Backend string // "vulkan", "metal", …
+	Type    string // "discrete-gpu", "integrated-gpu", "cpu", "unknown"
+	// Emulated is true for a software rasterizer that runs on the CPU
+	// (Mesa's lavapipe, SwiftShader): correct but slower than the cpu
+	// backend, so backend "auto" should not pick it.
+	Emulated bool
+}
+
+// Backend runs graphs on a WebGPU device. It is not safe for concurrent
+// use: one goroutine owns it, like every tensor.Backend.
+type Backend struct {
+	opt      Options
+	inst     *wgpu.Instance
+	adapter  *wgpu.Adapter
+	dev      *wgpu.Device
+	queue    *wgpu.Queue
+	info     Adapter
+	limits   wgpu.Limits
+	maxBind  uint64 // bytes one storage binding may span
+	maxBlock uint64 // bytes of one weight block
+	mv       MatVecShape
+
+	bufs    []*buffer // by tensor.BufferT index; nil when free
+	serial  uint64    // counts Upload/Alloc calls; a buffer's identity in plan keys
+	pending uint64    // upload bytes not yet flushed to the device
+
+	pipes   map[string]*wgpu.ComputePipeline
+	layouts map[*wgpu.ComputePipeline]*wgpu.BindGroupLayout
+	plans   map[string]*plan
+	clock   uint64 // plan use counter, for evicting the least recently used
+
+	pool       pool      // node results, the inputs buffer, params, readback
+	last       *plan     // plan of the last Run, whose outputs Read serves
+	stamp      *profiler // nil unless SetProfile(true)
+	timestamps bool      // the device has timestamp queries
+	skip       fusion    // fusions turned off (tests isolate one at a time)
+}
+
+// fusion is a set of fusion kinds.
+type fusion uint8
+
+const (
+	fuseDual fusion = 1 << iota
+	fuseEpilogue
+	fuseGroup
+	fuseRMS
+	fuseStore
+)
+
+// Probe reports the adapter New would pick, without making a device.
+func Probe() (Adapter, error) {
+	inst := newInstance()
+	defer inst.Release()
+	a, err := pickAdapter(inst)
+	if err != nil {
+		return Adapter{}, err
+	}
+	defer a.Release()
+	return describe(a), nil
+}
+
+// newInstance makes a wgpu instance. The binding fills an instance
+// descriptor from uninitialised memory (some fields are left as garbage,
+// which wgpu-native may reject with a panic), so no descriptor is passed;
+// pickAdapter filters the backends instead.
+func newInstance() *wgpu.Instance {
+	wgpu.SetLogLevel(wgpu.LogLevelError)
+	return wgpu.CreateInstance(nil)
+}
+
+// pickAdapter prefers a discrete GPU, then an integrated one, then anything
+// else, then a CPU emulation.
+func pickAdapter(inst *wgpu.Instance) (*wgpu.Adapter, error) {
+	all := inst.EnumerateAdapters(&wgpu.InstanceEnumerateAdapterOptons{Backends: wgpu.InstanceBackendVulkan | wgpu.InstanceBackendMetal})
+	if len(all) == 0 {
+		return nil, errors.New("no Vulkan or Metal adapter found (on Linux: apt-get install mesa-vulkan-drivers libvulkan1, or a GPU driver)")
+	}
+	rank := map[wgpu.AdapterType]int{wgpu.AdapterTypeDiscreteGPU: 0, wgpu.AdapterTypeIntegratedGPU: 1, wgpu.AdapterTypeUnknown: 2, wgpu.AdapterTypeCPU: 3}
+	sort.SliceStable(all, func(i, j int) bool {
+		return rank[all[i].GetInfo().AdapterType] < rank[all[j].GetInfo().AdapterType]
+	})
+	for _, a := range all[1:] {
+		a.Release()
+	}
+	return all[0], nil
+}
+
+func describe(a *wgpu.Adapter) Adapter {
+	in := a.GetInfo()
+	name := in.Name
+	if name == "" {
+		name = in.DriverDescription
+	}
+	return Adapter{
+		Name:     name,
+		Driver:   in.DriverDescription,
+		Backend:  in.BackendType.String(),
+		Type:     in.AdapterType.String(),
+		Emulated: in.AdapterType == wgpu.AdapterTypeCPU,
+	}
+}
+
+// New opens the best adapter (see Probe) and makes a device on it. It
+// fails when there is none; it does not refuse an emulated adapter (tests
+// run on lavapipe), so callers choosing automatically check Adapter().Emulated.
+func New(opt Options) (*Backend, error) {
+	inst := newInstance()
+	a, err := pickAdapter(inst)
+	if err != nil {
+		inst.Release()
+		return nil, fmt.Errorf("gpu: %w", err)
+	}
+	have := a.GetLimits().Limits
+	// Start from the defaults and raise only what the kernels need; asking
+	// for the adapter's own limits wholesale is refused.
+	want := wgpu.DefaultLimits()
+	want.MaxBufferSize = have.MaxBufferSize
+	want.MaxStorageBufferBindingSize = min(have.MaxStorageBufferBindingSize, have.MaxBufferSize)
+	want.MaxStorageBuffersPerShaderStage = min(have.MaxStorageBuffersPerShaderStage, 16)
+	want.MaxComputeWorkgroupStorageSize = min(have.MaxComputeWorkgroupStorageSize, 32768)
+	var features []wgpu.FeatureName
+	if a.HasFeature(wgpu.FeatureNameTimestampQuery) {
+		features = append(features, wgpu.FeatureNameTimestampQuery)
+	}
+	dev, err := a.RequestDevice(&wgpu.DeviceDescriptor{
+		Label:            "hearth",
+		RequiredFeatures: features,
+		RequiredLimits:   &wgpu.RequiredLimits{Limits: want},
+	})
+	if err != nil {
+		a.Release()
+		inst.Release()
+		return nil, fmt.Errorf("gpu: request device on %q (limits %d-byte bindings, %d storage buffers, %d bytes of workgroup memory): %w",
+			describe(a).Name, want.MaxStorageBufferBindingSize, want.MaxStorageBuffersPerShaderStage, want.MaxComputeWorkgroupStorageSize, err)
+	}
+	b := &Backend{
+		opt: opt, inst: inst, adapter: a, dev: dev, queue: dev.GetQueue(), info: describe(a),
+		limits:  dev.GetLimits().Limits,
+		pipes:   map[string]*wgpu.ComputePipeline{},
+		layouts: map[*wgpu.ComputePipeline]*wgpu.BindGroupLayout{},
+		plans:   map[string]*plan{},
+	}
+	if b.limits.MaxStorageBuffersPerShaderStage < 8 || b.limits.MaxComputeWorkgroupStorageSize < 16384 {
+		b.Close()
+		return nil, fmt.Errorf("gpu: adapter %q allows %d storage buffers and %d bytes of workgroup memory per kernel (need 8 and 16384)",
+			b.info.Name, b.limits.MaxStorageBuffersPerShaderStage, b.limits.MaxComputeWorkgroupStorageSize)
+	}
+	b.maxBind = b.limits.MaxStorageBufferBindingSize &^ 255
+	b.maxBlock = b.maxBind
+	if opt.WeightBlockBytes > 0 {
+		b.maxBlock = min(b.maxBind, opt.WeightBlockBytes)
+	}
+	b.mv = opt.MatVec
+	if b.mv.Rows == 0 {
+		b.mv.Rows = 2
+	}
+	if b.mv.Lanes == 0 {
+		b.mv.Lanes = 32
+	}
+	if !validShape(b.mv) {
+		b.Close()
+		return nil, fmt.Errorf("gpu: matvec shape %+v (rows 1, 2 or 4; lanes 16, 32 or 64)", opt.MatVec)
+	}
+	b.timestamps = len(features) > 0
+	return b, nil
+}
+
+// SetProfile turns per-kernel timing on or off. While on, every kernel runs
+// in its own compute pass between timestamp queries (slower), and
+// LastProfile says where the device time of the last Run went.
+func (b *Backend) SetProfile(on bool) error {
+	switch {
+	case on && !b.timestamps:
+		return fmt.Errorf("gpu: adapter %q has no timestamp queries", b.info.Name)
+	case on && b.stamp == nil:
+		b.stamp = newProfiler(b)
+	case !on && b.stamp != nil:
+		b.stamp.release()
+		b.stamp = nil
+	}
+	return nil
+}
+
+// SetMatVec changes the matrix-vector kernel's shape (for tuning); cached
+// plans are dropped.
+func (b *Backend) SetMatVec(s MatVecShape) error {
+	if !validShape(s) {
+		return fmt.Errorf("gpu: matvec shape %+v (rows 1, 2 or 4; lanes 16, 32 or 64)", s)
+	}
+	b.mv = s
+	for k, p := range b.plans {
+		p.release()
+		delete(b.plans, k)
+	}
+	b.last = nil
+	return nil
+}
+
+func validShape(s MatVecShape) bool {
+	return (s.Rows == 1 || s.Rows == 2 || s.Rows == 4) && (s.Lanes == 16 || s.Lanes == 32 || s.Lanes == 64)
+}
+
+// Name is "gpu".
+func (b *Backend) Name() string { return "gpu" }
+
+// Adapter describes the device the backend runs on.
+func (b *Backend) Adapter() Adapter { return b.info }
+
+// Close frees every device object the backend holds.
+func (b *Backend) Close() error {
+	for _, p := range b.plans {
+		p.release()
+	}
+	b.plans = nil
+	for i, buf := range b.bufs {
+		if buf != nil {
+			buf.release()
+			b.bufs[i] = nil
+		}
+	}
+	b.pool.release()
+	for _, l := range b.layouts {
+		l.Release()
+	}
+	b.layouts = nil
+	for _, p := range b.pipes {
+		p.Release()
+	}
+	b.pipes = nil
+	if b.stamp != nil {
+		b.stamp.release()
+		b.stamp = nil
+	}
+	if b.queue != nil {
+		b.queue.Release()
+		b.queue = nil
+	}
+	if b.dev != nil {
+		b.dev.Release()
+		b.dev = nil
+	}
+	if b.adapter != nil {
+		b.adapter.Release()
+		b.adapter = nil
+	}
+	if b.inst != nil {
+		b.inst.Release()
+		b.inst = nil
+	}
+	return nil
+}
+
+// check is the interface assertion: Backend is a tensor.Backend.
+var _ tensor.Backend = (*Backend)(nil)

@@ -1,0 +1,45 @@
+package gpu
+
+import (
+	"sync"
+	"testing"
+
+	"hearth/engine/tensor/tensortest"
+	"hearth/internal/testenv"
+)
+
+const needAdapter = "a Vulkan/Metal adapter (apt-get install mesa-vulkan-drivers libvulkan1)"
+
+var probe struct {
+	once sync.Once
+	err  error
+}
+
+// newBackend makes a backend for a test, skipping (or failing under
+// HEARTH_REQUIRE_ALL=1) when the machine has no adapter.
+func newBackend(t testing.TB, opt Options) *Backend {
+	t.Helper()
+	probe.once.Do(func() { _, probe.err = Probe() })
+	testenv.Need(t, needAdapter, probe.err == nil)
+	b, err := New(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+func TestConformance(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opt  Options
+	}{
+		{"fused", Options{}},
+		{"unfused", Options{NoFusion: true}},
+		{"split", Options{WeightBlockBytes: 1024}},
+		{"rows4lanes32", Options{MatVec: MatVecShape{Rows: 4, Lanes: 32}}},
+		{"rows1lanes16", Options{MatVec: MatVecShape{Rows: 1, Lanes: 16}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tensortest.Check(t, newBackend(t, tc.opt)) })
+	}
+}

@@ -1,0 +1,66 @@
+package gpu
+
+import (
+	"math"
+	"testing"
+
+	"hearth/engine/backend/cpu"
+	"hearth/engine/tensor"
+)
+
+// TestLargeShapes runs ops at prefill sizes (many GEMM tiles, attention
+// over several key tiles, split weights) against the cpu backend.
+func TestLargeShapes(t *testing.T) {
+	f := newFixture(t)
+	x, h := f.randn(200*64), f.randn(100*128)
+	q, k, v := f.randn(150*4*64), f.randn(300*2*64), f.randn(300*2*64)
+	cases := []struct {
+		name  string
+		build func(g *tensor.Graph, w map[string]tensor.T, b tensor.Backend) []tensor.T
+	}{
+		{"gemm-q4", func(g *tensor.Graph, w map[string]tensor.T, _ tensor.Backend) []tensor.T {
+			return []tensor.T{g.MatMul(g.Input(x, 200, 64), w["wq"])}
+		}},
+		{"gemm-q3q5q6", func(g *tensor.Graph, w map[string]tensor.T, _ tensor.Backend) []tensor.T {
+			xt := g.Input(x[:20*64], 20, 64)
+			return []tensor.T{g.MatMul(xt, w["w3"]), g.MatMul(xt, w["w5"]), g.MatMul(xt, w["w6"])}
+		}},
+		{"embed-q5", func(g *tensor.Graph, w map[string]tensor.T, _ tensor.Backend) []tensor.T {
+			return []tensor.T{g.Embed(w["w5"], g.InputInts([]int32{39, 0, 17}, 3))}
+		}},
+		{"gemm-f16", func(g *tensor.Graph, w map[string]tensor.T, _ tensor.Backend) []tensor.T {
+			return []tensor.T{g.MatMul(g.Input(h, 100, 128), w["down"])}
+		}},
+		{"attention-prefill", func(g *tensor.Graph, w map[string]tensor.T, b tensor.Backend) []tensor.T {
+			kb, _ := b.Alloc([]int{300, 2, 64})
+			vb, _ := b.Alloc([]int{300, 2, 64})
+			kT := g.Store(kb, g.Input(k, 300, 2, 64), 0)
+			vT := g.Store(vb, g.Input(v, 300, 2, 64), 0)
+			return []tensor.T{g.Attention(g.Input(q, 150, 4, 64), kT, vT, tensor.AttnSpec{QueryPos: 150, KeyLen: 300})}
+		}},
+		{"attention-decode-split", func(g *tensor.Graph, w map[string]tensor.T, b tensor.Backend) []tensor.T {
+			kb, _ := b.Alloc([]int{300, 2, 64})
+			vb, _ := b.Alloc([]int{300, 2, 64})
+			kT := g.Store(kb, g.Input(k, 300, 2, 64), 0)
+			vT := g.Store(vb, g.Input(v, 300, 2, 64), 0)
+			return []tensor.T{g.Attention(g.Input(q[:2*4*64], 2, 4, 64), kT, vT, tensor.AttnSpec{QueryPos: 298, KeyLen: 300, Window: 280})}
+		}},
+	}
+	ref := cpu.New(cpu.Options{})
+	wr := f.upload(t, ref)
+	b := newBackend(t, Options{})
+	wg := f.upload(t, b)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			want := run(t, ref, wr, tc.build)
+			got := run(t, b, wg, tc.build)
+			for o := range want {
+				for i := range want[o] {
+					if d := math.Abs(float64(got[o][i]-want[o][i])) / (1 + math.Abs(float64(want[o][i]))); !(d <= 1e-4) {
+						t.Fatalf("output %d[%d] = %v, want %v", o, i, got[o][i], want[o][i])
+					}
+				}
+			}
+		})
+	}
+}

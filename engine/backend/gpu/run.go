@@ -1,0 +1,331 @@
+package gpu
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/cogentcore/webgpu/wgpu"
+
+	"hearth/engine/tensor"
+)
+
+// pool holds the device buffers every plan shares: result slots, the
+// inputs buffer, the parameter buffer and the readback buffer. They only
+// grow; when one is replaced, gen changes and plans rebind.
+type pool struct {
+	gen      uint64
+	slots    []*wgpu.Buffer
+	sizes    []uint64
+	inputs   *wgpu.Buffer
+	inSize   uint64
+	params   *wgpu.Buffer
+	parSize  uint64
+	readback *wgpu.Buffer
+	rbSize   uint64
+	rbGen    uint64
+}
+
+func dropBuffer(b *wgpu.Buffer) {
+	if b != nil {
+		b.Destroy()
+		b.Release()
+	}
+}
+
+func (p *pool) release() {
+	for _, s := range p.slots {
+		dropBuffer(s)
+	}
+	p.slots, p.sizes = nil, nil
+	dropBuffer(p.inputs)
+	dropBuffer(p.params)
+	dropBuffer(p.readback)
+	p.inputs, p.params, p.readback = nil, nil, nil
+	p.inSize, p.parSize, p.rbSize = 0, 0, 0
+}
+
+// ensure grows the shared buffers to what plan pl needs.
+func (p *pool) ensure(b *Backend, pl *plan) error {
+	grow := func(cur **wgpu.Buffer, have *uint64, need uint64, usage wgpu.BufferUsage, label string) error {
+		if *cur != nil && *have >= need {
+			return nil
+		}
+		size := max(need, 256)
+		buf, err := b.dev.CreateBuffer(&wgpu.BufferDescriptor{Label: label, Size: size, Usage: usage})
+		if err != nil {
+			return fmt.Errorf("allocate %d bytes for %s: %w", size, label, err)
+		}
+		dropBuffer(*cur)
+		*cur, *have = buf, size
+		p.gen++
+		return nil
+	}
+	for len(p.slots) < len(pl.slots) {
+		p.slots = append(p.slots, nil)
+		p.sizes = append(p.sizes, 0)
+	}
+	for i, need := range pl.slots {
+		if need > b.maxBind {
+			return fmt.Errorf("an intermediate result of %d bytes exceeds the adapter's %d-byte binding limit (shorten the prefill chunk)", need, b.maxBind)
+		}
+		if err := grow(&p.slots[i], &p.sizes[i], need, storageUsage, "result"); err != nil {
+			return err
+		}
+	}
+	if err := grow(&p.inputs, &p.inSize, max(16, pl.inBytes), storageUsage, "inputs"); err != nil {
+		return err
+	}
+	if err := grow(&p.params, &p.parSize, uint64(len(pl.params)), wgpu.BufferUsageUniform|wgpu.BufferUsageCopyDst, "params"); err != nil {
+		return err
+	}
+	gen := p.gen
+	err := p.ensureReadback(b, pl.rbBytes)
+	p.gen = gen // the readback buffer is never bound
+	return err
+}
+
+func (p *pool) ensureReadback(b *Backend, need uint64) error {
+	if p.readback != nil && p.rbSize >= need {
+		return nil
+	}
+	size := max(need, 256)
+	buf, err := b.dev.CreateBuffer(&wgpu.BufferDescriptor{Label: "readback", Size: size, Usage: wgpu.BufferUsageMapRead | wgpu.BufferUsageCopyDst})
+	if err != nil {
+		return fmt.Errorf("allocate %d bytes for readback: %w", size, err)
+	}
+	dropBuffer(p.readback)
+	p.readback, p.rbSize = buf, size
+	p.rbGen++ // pre-encoded copies into the old one are void
+	return nil
+}
+
+// resolve is the device buffer, offset and size an operand binds.
+func (b *Backend) resolve(pl *plan, o operand) (*wgpu.Buffer, uint64, uint64) {
+	switch o.kind {
+	case opSlot:
+		return b.pool.slots[o.slot], 0, o.size
+	case opInput:
+		in := pl.inputs[o.input]
+		return b.pool.inputs, in.off, in.size
+	case opSB:
+		bl := o.buf.blocks[o.blk]
+		return bl.sb, 0, bl.sbSize
+	default:
+		bl := o.buf.blocks[o.blk]
+		return bl.data, 0, bl.dataSize
+	}
+}
+
+// bind (re)makes every kernel's bind group for the current pool.
+func (b *Backend) bind(pl *plan) error {
+	stride := b.paramStride()
+	for k, kn := range pl.kernels {
+		if kn.group != nil {
+			kn.group.Release()
+		}
+		entries := []wgpu.BindGroupEntry{{Binding: 0, Buffer: b.pool.params, Offset: uint64(k) * stride, Size: 64}}
+		for i, o := range kn.ops {
+			buf, off, size := b.resolve(pl, o)
+			entries = append(entries, wgpu.BindGroupEntry{Binding: uint32(i + 1), Buffer: buf, Offset: off, Size: size})
+		}
+		grp, err := b.dev.CreateBindGroup(&wgpu.BindGroupDescriptor{Label: kn.label, Layout: b.layout(kn.pipe), Entries: entries})
+		if err != nil {
+			return fmt.Errorf("bind kernel %d (%s): %w", k, kn.label, err)
+		}
+		kn.group = grp
+	}
+	pl.gen = b.pool.gen
+	return nil
+}
+
+// layout is a pipeline's bind group layout, fetched once per pipeline and
+// released by Close (each handle holds the device: a leaked one keeps the
+// device alive, and NVIDIA's driver failed after about 80 leaked devices).
+func (b *Backend) layout(p *wgpu.ComputePipeline) *wgpu.BindGroupLayout {
+	l, ok := b.layouts[p]
+	if !ok {
+		l = p.GetBindGroupLayout(0)
+		b.layouts[p] = l
+	}
+	return l
+}
+
+// dropReady forgets the pre-encoded command buffer.
+func (p *plan) dropReady() {
+	if p.ready != nil {
+		p.ready.Release()
+		p.ready = nil
+	}
+}
+
+func (p *plan) release() {
+	p.dropReady()
+	for _, k := range p.kernels {
+		if k.group != nil {
+			k.group.Release()
+			k.group = nil
+		}
+	}
+}
+
+// maxPlans bounds the plan cache (prefill chunk, tail, decode, … per
+// sequence); the least recently used is dropped.
+const maxPlans = 16
+
+// Run executes every node of g as one command submission.
+func (b *Backend) Run(ctx context.Context, g *tensor.Graph, outs ...tensor.T) error {
+	if err := g.Err(); err != nil {
+		return fmt.Errorf("graph: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	key := b.planKey(g, outs)
+	pl, ok := b.plans[key]
+	if !ok {
+		var err error
+		if pl, err = b.compile(g, outs); err != nil {
+			return fmt.Errorf("gpu: %w", err)
+		}
+		if len(b.plans) >= maxPlans {
+			b.evict()
+		}
+		b.plans[key] = pl
+	}
+	b.clock++
+	pl.used = b.clock
+	if err := b.pool.ensure(b, pl); err != nil {
+		return fmt.Errorf("gpu: %w", err)
+	}
+	if pl.gen != b.pool.gen {
+		pl.dropReady()
+		if err := b.bind(pl); err != nil {
+			return fmt.Errorf("gpu: %w", err)
+		}
+	}
+	b.last = nil
+	if err := b.upload(g, pl); err != nil {
+		return fmt.Errorf("gpu: %w", err)
+	}
+	if err := b.submit(pl); err != nil {
+		return fmt.Errorf("gpu: %w", err)
+	}
+	b.last = pl
+	return nil
+}
+
+func (b *Backend) evict() {
+	var oldest string
+	var at uint64
+	for k, p := range b.plans {
+		if oldest == "" || p.used < at {
+			oldest, at = k, p.used
+		}
+	}
+	b.plans[oldest].release()
+	if b.last == b.plans[oldest] {
+		b.last = nil
+	}
+	delete(b.plans, oldest)
+}
+
+// upload writes this run's inputs and kernel parameters.
+func (b *Backend) upload(g *tensor.Graph, pl *plan) error {
+	for _, in := range pl.inputs {
+		if err := in.fill(g, pl.inData[in.off:in.off+in.size]); err != nil {
+			return err
+		}
+	}
+	stride := b.paramStride()
+	var words [16]uint32
+	for k, kn := range pl.kernels {
+		words = [16]uint32{}
+		kn.params(g, &words)
+		dst := pl.params[uint64(k)*stride:]
+		for i, w := range words {
+			binary.LittleEndian.PutUint32(dst[i*4:], w)
+		}
+	}
+	if pl.inBytes > 0 {
+		if err := b.queue.WriteBuffer(b.pool.inputs, 0, pl.inData[:pl.inBytes]); err != nil {
+			return err
+		}
+	}
+	if len(pl.kernels) > 0 {
+		return b.queue.WriteBuffer(b.pool.params, 0, pl.params)
+	}
+	return nil
+}
+
+// encode records the plan: every kernel in one compute pass (one pass per
+// kernel when profiling), then the copies of the outputs to the readback
+// buffer.
+func (b *Backend) encode(pl *plan) (*wgpu.CommandBuffer, error) {
+	enc, err := b.dev.CreateCommandEncoder(nil)
+	if err != nil {
+		return nil, err
+	}
+	defer enc.Release()
+	if b.stamp != nil {
+		if err := b.stamp.encode(enc, pl); err != nil {
+			return nil, err
+		}
+	} else {
+		pass := enc.BeginComputePass(nil)
+		for _, kn := range pl.kernels {
+			if kn.grid[0] == 0 {
+				continue
+			}
+			pass.SetPipeline(kn.pipe)
+			pass.SetBindGroup(0, kn.group, nil)
+			pass.DispatchWorkgroups(kn.grid[0], kn.grid[1], kn.grid[2])
+		}
+		err := pass.End()
+		pass.Release()
+		if err != nil {
+			return nil, err
+		}
+	}
+	for _, o := range pl.outs {
+		src, off, _ := b.resolve(pl, o.src)
+		if o.src.kind == opInput {
+			off = o.off
+		}
+		if err := enc.CopyBufferToBuffer(src, off, b.pool.readback, o.dst, (o.size+3)&^3); err != nil {
+			return nil, err
+		}
+	}
+	if b.stamp != nil {
+		b.stamp.resolve(enc)
+	}
+	return enc.Finish(nil)
+}
+
+// submit submits the plan's command buffer, then encodes the next one while
+// the device works: a plan's commands never change between runs (grids are
+// fixed, parameters live in the params buffer), so the next step of a
+// decode loop only uploads its inputs and parameters and submits.
+func (b *Backend) submit(pl *plan) error {
+	cmd := pl.ready
+	pl.ready = nil
+	if cmd == nil || pl.readyGen != b.pool.rbGen || b.stamp != nil {
+		if cmd != nil {
+			cmd.Release()
+		}
+		var err error
+		if cmd, err = b.encode(pl); err != nil {
+			return err
+		}
+	}
+	b.queue.Submit(cmd)
+	cmd.Release()
+	if b.stamp == nil {
+		next, err := b.encode(pl)
+		if err != nil {
+			return err
+		}
+		pl.ready, pl.readyGen = next, b.pool.rbGen
+	}
+	return nil
+}
