@@ -38,6 +38,7 @@ type serverConfig struct {
 	runner   engine.RunnerOptions
 	wrap     func(http.Handler) http.Handler
 	listenOn string
+	model    pool.Model // the default model; chat-tiny when empty
 }
 
 // chatTiny is the test model with a tokenizer and a ChatML template.
@@ -52,7 +53,10 @@ func startServer(t *testing.T, configure ...func(*serverConfig)) *testServer {
 	for _, f := range configure {
 		f(&cfg)
 	}
-	p := pool.New(pool.Options{Runner: cfg.runner, Default: chatTiny()})
+	if cfg.model.Dir == "" {
+		cfg.model = chatTiny()
+	}
+	p := pool.New(pool.Options{Runner: cfg.runner, Default: cfg.model})
 	logs := &logBuffer{}
 	cfg.opt.Pool = p
 	cfg.opt.Version = "test"
