@@ -78,17 +78,26 @@ type (
 	}
 )
 
-// stopReason maps the engine's finish reason. The engine does not say
-// whether "stop" was the end-of-turn token or a stop sequence, so both
-// report end_turn with stop_sequence null.
-func stopReason(finish string) string {
-	switch finish {
-	case "length":
+// stopReason maps the engine's finish reason: a stop string the client
+// sent is stop_sequence, the model's end of turn end_turn.
+func stopReason(u engine.Usage) string {
+	switch {
+	case u.FinishReason == "length":
 		return "max_tokens"
-	case "tool_calls":
+	case u.FinishReason == "tool_calls":
 		return "tool_use"
+	case u.StopSequence != "":
+		return "stop_sequence"
 	}
 	return "end_turn"
+}
+
+// stopSequence is the stop string that ended the answer, or nil.
+func stopSequence(u engine.Usage) *string {
+	if u.StopSequence == "" {
+		return nil
+	}
+	return strPtr(u.StopSequence)
 }
 
 // toolInput is a call's arguments as the JSON object Anthropic's input
@@ -154,7 +163,8 @@ func (s *Server) answerMessages(c echo.Context, g generator, job *messagesJob, m
 		msg.Content = append(msg.Content, contentBlock{Type: "text", Text: strPtr(text.String())})
 	}
 	msg.Content = append(msg.Content, calls...)
-	msg.StopReason = strPtr(stopReason(u.FinishReason))
+	msg.StopReason = strPtr(stopReason(u))
+	msg.StopSequence = stopSequence(u)
 	msg.Usage = anthropicUsage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
 	return c.JSON(http.StatusOK, msg)
 }
@@ -247,7 +257,8 @@ func (s *Server) streamMessages(c echo.Context, g generator, job *messagesJob, m
 		return nil
 	}
 	delta := messageDelta{Type: "message_delta", Usage: anthropicUsage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}}
-	delta.Delta.StopReason = stopReason(u.FinishReason)
+	delta.Delta.StopReason = stopReason(u)
+	delta.Delta.StopSequence = stopSequence(u)
 	if w.event("message_delta", delta) != nil {
 		return nil
 	}

@@ -49,7 +49,7 @@ func chatTiny() pool.Model {
 // startServer serves chat-tiny on 127.0.0.1:0 until the test ends.
 func startServer(t *testing.T, configure ...func(*serverConfig)) *testServer {
 	t.Helper()
-	cfg := serverConfig{runner: engine.RunnerOptions{Options: engine.Options{Threads: 1}}, listenOn: "127.0.0.1:0"}
+	cfg := serverConfig{runner: engine.RunnerOptions{Options: engine.Options{Threads: 1, Backend: "cpu"}}, listenOn: "127.0.0.1:0"}
 	for _, f := range configure {
 		f(&cfg)
 	}

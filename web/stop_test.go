@@ -80,14 +80,14 @@ func TestStopAcrossTokens(t *testing.T) {
 	t.Run("messages", func(t *testing.T) {
 		var out messageOut
 		ts.postOK(t, "/v1/messages", anthropic, &out)
-		if out.text() != want || out.StopReason != "end_turn" {
-			t.Errorf("got %q (%s), want %q (end_turn)", out.text(), out.StopReason, want)
+		if out.text() != want || out.StopReason != "stop_sequence" || out.StopSequence == nil || *out.StopSequence != stop {
+			t.Errorf("got %q (%s, %v), want %q (stop_sequence %q)", out.text(), out.StopReason, out.StopSequence, want, stop)
 		}
 	})
 	t.Run("messages stream", func(t *testing.T) {
 		text, stopReason := messagesStreamText(t, ts.stream(t, "/v1/messages", strings.TrimSuffix(anthropic, "}")+`,"stream":true}`))
-		if text != want || stopReason != "end_turn" {
-			t.Errorf("got %q (%s), want %q (end_turn)", text, stopReason, want)
+		if text != want || stopReason != "stop_sequence" {
+			t.Errorf("got %q (%s), want %q (stop_sequence)", text, stopReason, want)
 		}
 	})
 }

@@ -1,55 +1,103 @@
-// Package cpu is the reference backend: plain Go, float32 arithmetic,
-// parallel across cores. Every other backend is tested against it.
+// Package cpu is the reference backend: float32 arithmetic, parallel across
+// cores on a persistent worker pool, with SIMD kernels (AVX-512 or AVX2/FMA
+// assembly on amd64) for the hot loops and pure-Go kernels everywhere else.
+// Every other backend is tested against it.
+//
+// Weights stay where the loader put them (usually an mmap'd checkpoint) in
+// their stored dtype; matmul kernels dequantize inside their loops, so
+// memory use is the checkpoint's size plus activations. Node results live
+// in one arena planned once per graph shape, so a decode step allocates
+// nothing.
 package cpu
 
 import (
 	"context"
 	"fmt"
-	"runtime"
 
 	"hearth/engine/tensor"
 )
 
-// Backend runs graphs on the CPU. Weights stay where the loader put them
-// (usually an mmap'd checkpoint) in their stored dtype; matmuls decode rows
-// on the fly, so memory use is the checkpoint's size plus activations.
+// Backend runs graphs on the CPU. It is not safe for concurrent use: one
+// goroutine owns it (the engine's rule for every backend).
 type Backend struct {
 	threads int
+	k       *kernels
+	int8    bool
+	pool    *pool
 	bufs    []buffer
+
+	// planning: cached plans, the arena they share, scratch for signatures
+	plans []*plan
+	sig   []int32
+	runs  uint64
+	arena []float32
 
 	// results of the last Run, by node index
 	vals [][]float32
 	ints [][]int32
+	cur  *plan
+
+	scratch scratch
+	tasks   tasks
+	closed  bool
 }
 
 type buffer struct {
 	w     *tensor.Weight // uploaded weight, or nil
-	data  []float32      // Alloc'd buffer
+	m     *mat           // the weight as the matmul kernels see it (2-D)
+	data  []float32      // Alloc'd buffer, or a widened vector weight
 	shape []int
 	live  bool
 }
 
 // Options configure the backend.
 type Options struct {
-	Threads int // worker goroutines; 0 means runtime.NumCPU()
+	// Threads is the number of threads that run kernels (the caller plus
+	// Threads-1 workers); 0 means DefaultThreads().
+	Threads int
+	// Kernels names the kernel set: "" picks the fastest this CPU runs
+	// (KernelSets lists them, fastest first); "generic" is pure Go.
+	Kernels string
+	// Int8Activations quantizes the input of each quantized matrix–vector
+	// product to int8 per block of 32 and multiplies with integer dot
+	// products: VNNI on the avx512vnni set (4- and 8-bit weights),
+	// vpmaddubsw on the avx2 set (4-bit weights in groups of 32 or 64).
+	// It is faster and not exact: its error against the oracle is recorded
+	// in docs/design/cpu.md. Other weights, and the generic set, stay exact
+	// (Int8Activations reports whether the set has int8 kernels at all).
+	Int8Activations bool
 }
 
-// New makes a CPU backend.
+// New makes a CPU backend. It panics when opt.Kernels names a kernel set
+// this CPU cannot run: callers that take the name from a user check it
+// against KernelSets first.
 func New(opt Options) *Backend {
 	t := opt.Threads
 	if t <= 0 {
-		t = runtime.NumCPU()
+		t = DefaultThreads()
 	}
-	return &Backend{threads: t}
+	k, err := kernelsNamed(opt.Kernels)
+	if err != nil {
+		panic("cpu.New: " + err.Error())
+	}
+	return &Backend{threads: t, k: k, int8: opt.Int8Activations && k.i8 != nil, pool: newPool(t), scratch: scratch{workers: make([]workerScratch, t)}}
 }
 
 // Name is "cpu".
 func (b *Backend) Name() string { return "cpu" }
 
-// Threads is the number of worker goroutines.
+// Threads is the number of threads kernels run on.
 func (b *Backend) Threads() int { return b.threads }
 
-// Upload keeps a reference to w's host data; nothing is copied.
+// Kernels names the kernel set in use ("avx512", "avx2" or "generic").
+func (b *Backend) Kernels() string { return b.k.name }
+
+// Int8Activations reports whether quantized matrix–vector products run on
+// int8 activations (Options.Int8Activations on a set with int8 kernels).
+func (b *Backend) Int8Activations() bool { return b.int8 }
+
+// Upload keeps a reference to w's host data; nothing is copied, except that
+// 1-D weights (norm scales, biases) are widened to float32 once.
 func (b *Backend) Upload(w tensor.Weight) (tensor.T, error) {
 	switch {
 	case w.Quantized():
@@ -58,6 +106,14 @@ func (b *Backend) Upload(w tensor.Weight) (tensor.T, error) {
 		}
 		if len(w.Shape) != 2 {
 			return tensor.T{}, fmt.Errorf("upload %q: quantized weight of shape %v, want 2-D", w.Name, w.Shape)
+		}
+		q := w.Quant
+		if q.GroupSize <= 0 || w.Shape[1]%q.GroupSize != 0 || w.Shape[1]*q.Bits%32 != 0 {
+			return tensor.T{}, fmt.Errorf("upload %q: shape %v does not fit %d-bit quantization with group size %d", w.Name, w.Shape, q.Bits, q.GroupSize)
+		}
+		groups := w.Shape[0] * w.Shape[1] / q.GroupSize
+		if len(w.Data) != w.Shape[0]*w.Shape[1]*q.Bits/8 || len(w.Scales) != groups*w.ScaleDType.Size() || len(w.Biases) != len(w.Scales) || w.ScaleDType.Size() == 0 {
+			return tensor.T{}, fmt.Errorf("upload %q: buffers of %d, %d and %d bytes do not fit %v", w.Name, len(w.Data), len(w.Scales), len(w.Biases), w.Shape)
 		}
 	case w.DType == tensor.F32 || w.DType == tensor.F16 || w.DType == tensor.BF16:
 		if len(w.Data) != tensor.Elements(w.Shape)*w.DType.Size() {
@@ -68,6 +124,9 @@ func (b *Backend) Upload(w tensor.Weight) (tensor.T, error) {
 	}
 	wc := w
 	buf := buffer{w: &wc, shape: append([]int(nil), w.Shape...), live: true}
+	if len(w.Shape) == 2 {
+		buf.m = newMat(&wc)
+	}
 	if len(w.Shape) == 1 && !w.Quantized() {
 		// Vectors (norm weights, biases) are tiny: widen them once so
 		// elementwise ops read float32 directly.
@@ -112,13 +171,17 @@ func (b *Backend) Shape(t tensor.T) []int {
 	return nil
 }
 
-// Close frees every buffer.
+// Close stops the worker pool and frees every buffer.
 func (b *Backend) Close() error {
-	b.bufs, b.vals, b.ints = nil, nil, nil
+	b.pool.close()
+	b.closed = true
+	b.bufs, b.vals, b.ints, b.arena, b.plans, b.cur = nil, nil, nil, nil, nil, nil
+	b.scratch = scratch{workers: make([]workerScratch, b.threads)}
 	return nil
 }
 
-// Read copies a node result of the last Run, or an Alloc'd buffer, to dst.
+// Read copies a result of the last Run (one of its outs), or an Alloc'd
+// buffer, to dst.
 func (b *Backend) Read(t tensor.T, dst []float32) error {
 	var src []float32
 	switch {
@@ -137,13 +200,34 @@ func (b *Backend) Read(t tensor.T, dst []float32) error {
 	return nil
 }
 
-// Run executes the graph's nodes in order.
+// Run executes the graph's nodes in order. Results live in the backend's
+// arena until the next Run; only outs are kept intact to the end.
 func (b *Backend) Run(ctx context.Context, g *tensor.Graph, outs ...tensor.T) error {
 	if err := g.Err(); err != nil {
 		return fmt.Errorf("graph: %w", err)
 	}
-	b.vals = make([][]float32, len(g.Nodes))
-	b.ints = make([][]int32, len(g.Nodes))
+	if b.closed {
+		return fmt.Errorf("run: backend is closed")
+	}
+	p := b.planFor(g, outs)
+	b.cur = p
+	if len(b.arena) < p.arena+arenaAlign {
+		b.arena = alignedFloats(p.arena + arenaAlign)
+	}
+	nn := len(g.Nodes)
+	if cap(b.vals) < nn {
+		b.vals = make([][]float32, nn)
+		b.ints = make([][]int32, nn)
+	}
+	b.vals, b.ints = b.vals[:nn], b.ints[:nn]
+	for i := range b.vals {
+		b.vals[i], b.ints[i] = nil, nil
+	}
+	for i := range g.Nodes {
+		if s := p.slots[i]; s.kind == slotArena || s.kind == slotFused {
+			b.vals[i] = b.arena[s.off : s.off+s.n : s.off+s.n]
+		}
+	}
 	for i := range g.Nodes {
 		if i%16 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -157,6 +241,17 @@ func (b *Backend) Run(ctx context.Context, g *tensor.Graph, outs ...tensor.T) er
 	return nil
 }
 
+// alignedFloats makes a zeroed slice of n float32 whose first element is
+// 64-byte aligned.
+func alignedFloats(n int) []float32 {
+	s := make([]float32, n+16)
+	off := 0
+	for addrOf(s[off:])%64 != 0 {
+		off++
+	}
+	return s[off : off+n : off+n]
+}
+
 // f32 returns the float data of a node or Alloc'd buffer input.
 func (b *Backend) f32(t tensor.T) []float32 {
 	if n := t.Node(); n >= 0 {
@@ -166,137 +261,4 @@ func (b *Backend) f32(t tensor.T) []float32 {
 		return b.bufs[i].data
 	}
 	return nil
-}
-
-// rows is a source of float32 rows: a weight (any stored dtype) or a
-// float32 array.
-type rows struct {
-	w    *tensor.Weight
-	data []float32
-	cols int
-}
-
-func (b *Backend) rowsOf(t tensor.T, cols int) (rows, error) {
-	if i := t.Buffer(); i >= 0 && b.bufs[i].data == nil {
-		return rows{w: b.bufs[i].w, cols: cols}, nil
-	}
-	d := b.f32(t)
-	if d == nil {
-		return rows{}, fmt.Errorf("input %v has no data", t)
-	}
-	return rows{data: d, cols: cols}, nil
-}
-
-// row decodes row r into dst (len cols), or returns a view when the data is
-// already float32.
-func (r rows) row(i int, dst []float32) []float32 {
-	if r.w == nil {
-		return r.data[i*r.cols : (i+1)*r.cols]
-	}
-	r.w.DecodeRow(i, dst)
-	return dst
-}
-
-func (b *Backend) exec(g *tensor.Graph, i int) error {
-	n := &g.Nodes[i]
-	switch n.Op {
-	case tensor.OpInput:
-		if n.Ints != nil {
-			b.ints[i] = n.Ints
-		} else {
-			b.vals[i] = n.Floats
-		}
-	case tensor.OpEmbed:
-		return b.embed(g, i)
-	case tensor.OpMatMul:
-		return b.matmul(g, i)
-	case tensor.OpAdd, tensor.OpMul:
-		b.vals[i] = binary(n.Op, b.f32(n.In[0]), b.f32(n.In[1]))
-	case tensor.OpScale:
-		x := b.f32(n.In[0])
-		out := make([]float32, len(x))
-		s := n.F[0]
-		for j, v := range x {
-			out[j] = v * s
-		}
-		b.vals[i] = out
-	case tensor.OpSiLU, tensor.OpGELUTanh, tensor.OpGELU, tensor.OpTanhCap:
-		b.vals[i] = unary(n.Op, b.f32(n.In[0]), n.F[0])
-	case tensor.OpSoftmax:
-		x := b.f32(n.In[0])
-		out := append([]float32(nil), x...)
-		c := n.Shape[len(n.Shape)-1]
-		for r := 0; r < len(out); r += c {
-			softmax(out[r : r+c])
-		}
-		b.vals[i] = out
-	case tensor.OpRMSNorm, tensor.OpLayerNorm:
-		return b.norm(g, i)
-	case tensor.OpRoPE:
-		b.vals[i] = rope(b.f32(n.In[0]), b.ints[n.In[1].Node()], n.Shape, n.Rope)
-	case tensor.OpReshape:
-		if b.vals[i] = b.f32(n.In[0]); b.vals[i] == nil {
-			if in := n.In[0].Node(); in >= 0 {
-				b.ints[i] = b.ints[in]
-			}
-		}
-	case tensor.OpSlice:
-		b.vals[i] = slice(b.f32(n.In[0]), g.Shape(n.In[0]), n.I)
-	case tensor.OpStore:
-		dst := b.f32(n.In[0])
-		src := b.f32(n.In[1])
-		if dst == nil || src == nil {
-			return fmt.Errorf("store needs a float buffer and a float source")
-		}
-		rowLen := tensor.Elements(n.Shape[1:])
-		copy(dst[n.I[0]*rowLen:], src)
-	case tensor.OpAttention:
-		b.vals[i] = b.attention(g, n)
-	default:
-		return fmt.Errorf("op %v is not implemented by the cpu backend", n.Op)
-	}
-	return nil
-}
-
-func (b *Backend) embed(g *tensor.Graph, i int) error {
-	n := &g.Nodes[i]
-	hidden := n.Shape[1]
-	src, err := b.rowsOf(n.In[0], hidden)
-	if err != nil {
-		return err
-	}
-	vocab := g.Shape(n.In[0])[0]
-	ids := b.ints[n.In[1].Node()]
-	out := make([]float32, len(ids)*hidden)
-	for t, id := range ids {
-		if id < 0 || int(id) >= vocab {
-			return fmt.Errorf("token id %d outside the vocabulary [0, %d)", id, vocab)
-		}
-		dst := out[t*hidden : (t+1)*hidden]
-		if r := src.row(int(id), dst); &r[0] != &dst[0] {
-			copy(dst, r)
-		}
-	}
-	b.vals[i] = out
-	return nil
-}
-
-// parallel runs f over [0, n) split into contiguous chunks, one per thread.
-func (b *Backend) parallel(n int, f func(lo, hi int)) {
-	t := min(b.threads, n)
-	if t <= 1 {
-		f(0, n)
-		return
-	}
-	done := make(chan struct{}, t)
-	for w := 0; w < t; w++ {
-		lo, hi := w*n/t, (w+1)*n/t
-		go func() {
-			f(lo, hi)
-			done <- struct{}{}
-		}()
-	}
-	for w := 0; w < t; w++ {
-		<-done
-	}
 }

@@ -1,0 +1,18 @@
+//go:build unix
+
+package cpu
+
+import (
+	"syscall"
+	"time"
+)
+
+// cpuTime is the process's user plus system CPU time (0 where the platform
+// does not report it).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

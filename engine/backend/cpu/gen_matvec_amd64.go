@@ -1,0 +1,390 @@
+//go:build ignore
+
+package main
+
+import "fmt"
+
+// quant writes a quantized matrix–vector kernel:
+//
+//	func qNScaleISA(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, blocks int)
+//
+// For each of rows rows (packed bits contiguous), for each of groups groups
+// of blocks×32 elements: acc = Σ q·x over the group; total += acc·scale;
+// bsum += bias·xsum[g]; out[r] = Σ lanes(total) + bsum. x is permuted for
+// 4-bit weights (see kernels.perm).
+func (g *gen) quant(s isa, bits int, f16 bool) {
+	sc := "BF16"
+	if f16 {
+		sc = "F16"
+	}
+	name := fmt.Sprintf("q%d%s%s", bits, sc, s.name)
+	g.p("// func %s(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, blocks int)", name)
+	g.p("TEXT ·%s(SB), NOSPLIT, $0-72", name)
+	g.ins(`
+MOVQ w+0(FP), SI
+MOVQ scales+8(FP), R8
+MOVQ biases+16(FP), R9
+MOVQ x+24(FP), R10
+MOVQ xsum+32(FP), R11
+MOVQ out+40(FP), DI
+MOVQ rows+48(FP), R13
+MOVQ groups+56(FP), R12`)
+	mask := s.r(15)
+	if s.name == "AVX512" {
+		mask = "Z31"
+	}
+	g.ins(fmt.Sprintf("VPBROADCASTD nibble<>(SB), %s", mask))
+	z := s.r
+	g.p("%s_row:", name)
+	g.ins(fmt.Sprintf(`
+%[1]s %[2]s, %[2]s, %[2]s
+VXORPS X1, X1, X1
+MOVQ R10, BX
+XORQ AX, AX`, s.zero, z(0)))
+	g.p("%s_group:", name)
+	g.ins(fmt.Sprintf(`
+PREFETCHT0 %[4]d(SI)
+%[1]s %[2]s, %[2]s, %[2]s
+%[1]s %[3]s, %[3]s, %[3]s
+MOVQ blocks+64(FP), DX`, s.zero, z(2), z(3), prefetchAhead))
+	g.p("%s_block:", name)
+	vb := s.lanes * 4 // bytes of one float vector
+	switch {
+	case bits == 4 && s.name == "AVX512":
+		g.ins(fmt.Sprintf(`
+VPMOVZXBD (SI), Z4
+VPSRLD $4, Z4, Z5
+VPANDD %s, Z4, Z4
+VCVTDQ2PS Z4, Z4
+VCVTDQ2PS Z5, Z5
+VFMADD231PS (BX), Z4, Z2
+VFMADD231PS 64(BX), Z5, Z3
+ADDQ $16, SI`, mask))
+	case bits == 4:
+		g.ins(fmt.Sprintf(`
+VPMOVZXBD (SI), Y4
+VPMOVZXBD 8(SI), Y6
+VPSRLD $4, Y4, Y5
+VPSRLD $4, Y6, Y7
+VPAND %[1]s, Y4, Y4
+VPAND %[1]s, Y6, Y6
+VCVTDQ2PS Y4, Y4
+VCVTDQ2PS Y5, Y5
+VCVTDQ2PS Y6, Y6
+VCVTDQ2PS Y7, Y7
+VFMADD231PS (BX), Y4, Y2
+VFMADD231PS 32(BX), Y5, Y3
+VFMADD231PS 64(BX), Y6, Y2
+VFMADD231PS 96(BX), Y7, Y3
+ADDQ $16, SI`, mask))
+	default: // 8-bit: 32 bytes, 32 elements, in order
+		per := s.lanes // bytes per widening
+		for i := 0; i < 32/per; i++ {
+			r := z(4 + i)
+			g.ins(fmt.Sprintf("VPMOVZXBD %d(SI), %s\nVCVTDQ2PS %s, %s", i*per, r, r, r))
+		}
+		for i := 0; i < 32/per; i++ {
+			g.ins(fmt.Sprintf("VFMADD231PS %d(BX), %s, %s", i*vb, z(4+i), z(2+i%2)))
+		}
+		g.ins("ADDQ $32, SI")
+	}
+	g.ins(fmt.Sprintf(`
+ADDQ $128, BX
+DECQ DX
+JNZ %s_block`, name))
+	// end of group: total += (acc0+acc1)·scale; bsum += bias·xsum[g]
+	g.ins(fmt.Sprintf("VADDPS %s, %s, %s", z(3), z(2), z(2)))
+	g.ins(loadScalar("(R8)", "X6", f16))
+	g.ins(fmt.Sprintf("VBROADCASTSS X6, %s\nVFMADD231PS %s, %s, %s", z(6), z(6), z(2), z(0)))
+	g.ins(loadScalar("(R9)", "X7", f16))
+	g.ins(fmt.Sprintf(`
+VFMADD231SS (R11)(AX*4), X7, X1
+ADDQ $2, R8
+ADDQ $2, R9
+INCQ AX
+CMPQ AX, R12
+JLT %s_group`, name))
+	g.reduce(s, 0, 2)
+	g.ins(fmt.Sprintf(`
+VADDSS X1, X0, X0
+VMOVSS X0, (DI)
+ADDQ $4, DI
+DECQ R13
+JNZ %s_row
+VZEROUPPER
+RET`, name))
+	g.p("")
+}
+
+// quantI8 writes an int8-activation kernel (AVX-512 VNNI):
+//
+//	func qNI8GgsScale(w *byte, scales, biases *uint16, xq *int8, dv, xsum, out *float32, rows, chunks int)
+//
+// The input is quantized per block of 32 to int8 (xq, with block scales
+// expanded per dword lane in dv); each chunk of weights (128 elements for
+// 4-bit, 64 for 8-bit) is multiplied by VPDPBUSD (unsigned weight levels
+// times signed activations, 4 products per dword lane), converted to float,
+// and scaled by dv·scale lane by lane; the bias term uses the exact float
+// sums of x per group (xsum, padded to a multiple of 4 groups).
+func (g *gen) quantI8(bits, gs int, f16, half bool) {
+	sc := "BF16"
+	if f16 {
+		sc = "F16"
+	}
+	name := fmt.Sprintf("q%dI8G%d%s", bits, gs, sc)
+	chunk, v, lanes := 128, "Z", 16
+	switch {
+	case bits == 8:
+		chunk = 64
+	case half: // 4-bit rows whose length is an odd multiple of 64: ymm
+		name = fmt.Sprintf("q%dI8H%d%s", bits, gs, sc)
+		chunk, v, lanes = 64, "Y", 8
+	}
+	per := lanes * gs / chunk // dword lanes per group
+	groups := chunk / gs      // groups per chunk
+	g.p("// func %s(w *byte, scales, biases *uint16, xq *int8, dv, xsum, out *float32, rows, chunks int)", name)
+	g.p("TEXT ·%s(SB), NOSPLIT, $0-72", name)
+	g.ins(fmt.Sprintf(`
+MOVQ w+0(FP), SI
+MOVQ scales+8(FP), R8
+MOVQ biases+16(FP), R9
+MOVQ out+48(FP), DI
+MOVQ rows+56(FP), R13
+VPBROADCASTD nibbles<>(SB), Z31
+VMOVDQU32 lanes%d<>(SB), Z30`, per))
+	g.p("%s_row:", name)
+	g.ins(`
+VPXORD Z0, Z0, Z0
+VXORPS X1, X1, X1
+MOVQ xq+24(FP), BX
+MOVQ dv+32(FP), R10
+MOVQ xsum+40(FP), R11
+MOVQ chunks+64(FP), DX`)
+	g.p("%s_chunk:", name)
+	if prefetchAhead > 0 {
+		g.ins(fmt.Sprintf("PREFETCHT0 %d(SI)", prefetchAhead))
+	}
+	r := func(i int) string { return fmt.Sprintf("%s%d", v, i) }
+	if v == "Z" {
+		g.ins("VPXORD Z2, Z2, Z2\nVMOVDQU64 (SI), Z4")
+	} else {
+		g.ins("VPXORD Y2, Y2, Y2\nVMOVDQU (SI), Y4")
+	}
+	if bits == 4 {
+		g.ins(fmt.Sprintf(`
+VPSRLW $4, %[1]s, %[2]s
+VPANDD %[3]s, %[1]s, %[1]s
+VPANDD %[3]s, %[2]s, %[2]s
+VPDPBUSD (BX), %[1]s, %[4]s
+VPDPBUSD %[5]d(BX), %[2]s, %[4]s`, r(4), r(5), r(31), r(2), chunk/2))
+	} else {
+		g.ins("VPDPBUSD (BX), Z4, Z2")
+	}
+	g.ins(fmt.Sprintf("VCVTDQ2PS %s, %s", r(2), r(2)))
+	// scales and biases of this chunk's groups, as floats in X6 and X7
+	load := func(src, x string) string {
+		var mov string
+		switch groups {
+		case 1:
+			mov = fmt.Sprintf("MOVWLZX %s, CX\nVMOVD CX, %s", src, x)
+		case 2:
+			mov = fmt.Sprintf("MOVL %s, CX\nVMOVD CX, %s", src, x)
+		default:
+			mov = fmt.Sprintf("MOVQ %s, CX\nVMOVQ CX, %s", src, x)
+		}
+		if f16 {
+			return mov + fmt.Sprintf("\nVCVTPH2PS %s, %s", x, x)
+		}
+		return mov + fmt.Sprintf("\nVPMOVZXWD %s, %s\nVPSLLD $16, %s, %s", x, x, x, x)
+	}
+	g.ins(load("(R8)", "X6"))
+	g.ins(fmt.Sprintf(`
+VPERMPS %[1]s, %[2]s, %[1]s
+VMULPS (R10), %[1]s, %[1]s
+VFMADD231PS %[1]s, %[3]s, %[4]s`, r(6), r(30), r(2), r(0)))
+	g.ins(load("(R9)", "X7"))
+	g.ins(fmt.Sprintf(`
+VFMADD231PS (R11), X7, X1
+ADDQ $%d, SI
+ADDQ $%d, BX
+ADDQ $%d, R10
+ADDQ $%d, R8
+ADDQ $%d, R9
+ADDQ $%d, R11
+DECQ DX
+JNZ %s_chunk`, chunk*bits/8, chunk, 4*lanes, 2*groups, 2*groups, 4*groups, name))
+	g.reduce(avx512, 0, 2)
+	g.ins(`
+VMOVHLPS X1, X1, X3
+VADDPS X3, X1, X1
+VMOVSHDUP X1, X3
+VADDSS X3, X1, X1`)
+	g.ins(fmt.Sprintf(`
+VADDSS X1, X0, X0
+VMOVSS X0, (DI)
+ADDQ $4, DI
+DECQ R13
+JNZ %s_row
+VZEROUPPER
+RET`, name))
+	g.p("")
+}
+
+// quantI8AVX2 writes the AVX2 int8-activation kernel for 4-bit weights
+// (no VNNI): the same arithmetic and layout as the 64-element-chunk VNNI
+// kernel, with VPMADDUBSW (unsigned levels times signed activations, pairs
+// summed to 16 bits: at most 2·15·127, no saturation) and VPMADDWD by ones
+// in place of VPDPBUSD.
+//
+//	func q4I8HgsScaleAVX2(w *byte, scales, biases *uint16, xq *int8, dv, xsum, out *float32, rows, chunks int)
+func (g *gen) quantI8AVX2(gs int, f16 bool) {
+	sc := "BF16"
+	if f16 {
+		sc = "F16"
+	}
+	name := fmt.Sprintf("q4I8H%d%sAVX2", gs, sc)
+	groups := 64 / gs
+	per := 8 * gs / 64
+	g.p("// func %s(w *byte, scales, biases *uint16, xq *int8, dv, xsum, out *float32, rows, chunks int)", name)
+	g.p("TEXT ·%s(SB), NOSPLIT, $0-72", name)
+	g.ins(fmt.Sprintf(`
+MOVQ w+0(FP), SI
+MOVQ scales+8(FP), R8
+MOVQ biases+16(FP), R9
+MOVQ out+48(FP), DI
+MOVQ rows+56(FP), R13
+VPBROADCASTD nibbles<>(SB), Y15
+VPBROADCASTD ones16<>(SB), Y14
+VMOVDQU lanes%d<>(SB), Y13`, per))
+	g.p("%s_row:", name)
+	g.ins(`
+VPXOR Y0, Y0, Y0
+VXORPS X1, X1, X1
+MOVQ xq+24(FP), BX
+MOVQ dv+32(FP), R10
+MOVQ xsum+40(FP), R11
+MOVQ chunks+64(FP), DX`)
+	g.p("%s_chunk:", name)
+	if prefetchAhead > 0 {
+		g.ins(fmt.Sprintf("PREFETCHT0 %d(SI)", prefetchAhead))
+	}
+	g.ins(`
+VMOVDQU (SI), Y4
+VPSRLW $4, Y4, Y5
+VPAND Y15, Y4, Y4
+VPAND Y15, Y5, Y5
+VPMADDUBSW (BX), Y4, Y4
+VPMADDUBSW 32(BX), Y5, Y5
+VPADDW Y5, Y4, Y4
+VPMADDWD Y14, Y4, Y2
+VCVTDQ2PS Y2, Y2`)
+	load := func(src, x string) string {
+		mov := fmt.Sprintf("MOVWLZX %s, CX\nVMOVD CX, %s", src, x)
+		if groups == 2 {
+			mov = fmt.Sprintf("MOVL %s, CX\nVMOVD CX, %s", src, x)
+		}
+		if f16 {
+			return mov + fmt.Sprintf("\nVCVTPH2PS %s, %s", x, x)
+		}
+		return mov + fmt.Sprintf("\nVPMOVZXWD %s, %s\nVPSLLD $16, %s, %s", x, x, x, x)
+	}
+	g.ins(load("(R8)", "X6"))
+	g.ins(`
+VPERMPS Y6, Y13, Y6
+VMULPS (R10), Y6, Y6
+VFMADD231PS Y6, Y2, Y0`)
+	g.ins(load("(R9)", "X7"))
+	g.ins(fmt.Sprintf(`
+VFMADD231PS (R11), X7, X1
+ADDQ $32, SI
+ADDQ $64, BX
+ADDQ $32, R10
+ADDQ $%d, R8
+ADDQ $%d, R9
+ADDQ $%d, R11
+DECQ DX
+JNZ %s_chunk`, 2*groups, 2*groups, 4*groups, name))
+	g.reduce(avx2, 0, 2)
+	g.ins(`
+VMOVHLPS X1, X1, X3
+VADDPS X3, X1, X1
+VMOVSHDUP X1, X3
+VADDSS X3, X1, X1`)
+	g.ins(fmt.Sprintf(`
+VADDSS X1, X0, X0
+VMOVSS X0, (DI)
+ADDQ $4, DI
+DECQ R13
+JNZ %s_row
+VZEROUPPER
+RET`, name))
+	g.p("")
+}
+
+// dense writes a dense matrix–vector kernel over whole vectors:
+//
+//	func denseDTISA(w *byte, x, out *float32, rows, blocks, rowBytes int)
+//
+// out[r] = Σ_{i < blocks·lanes} w[r,i]·x[i]; the caller adds the tail.
+func (g *gen) dense(s isa, dt string) {
+	name := fmt.Sprintf("dense%s%s", dt, s.name)
+	z := s.r
+	esz := 4
+	if dt != "F32" {
+		esz = 2
+	}
+	g.p("// func %s(w *byte, x, out *float32, rows, blocks, rowBytes int)", name)
+	g.p("TEXT ·%s(SB), NOSPLIT, $0-48", name)
+	g.ins(`
+MOVQ w+0(FP), SI
+MOVQ x+8(FP), R10
+MOVQ out+16(FP), DI
+MOVQ rows+24(FP), R13
+MOVQ blocks+32(FP), R12
+MOVQ rowBytes+40(FP), R11`)
+	g.p("%s_row:", name)
+	g.ins(fmt.Sprintf(`
+%[1]s %[2]s, %[2]s, %[2]s
+%[1]s %[3]s, %[3]s, %[3]s
+MOVQ SI, R8
+MOVQ R10, BX
+MOVQ R12, DX`, s.zero, z(0), z(1)))
+	g.p("%s_loop:", name)
+	// one vector per iteration, alternating accumulators via a 2-step unroll
+	load := func(off int, r string) string {
+		switch dt {
+		case "BF16":
+			return fmt.Sprintf("VPMOVZXWD %d(R8), %s\nVPSLLD $16, %s, %s", off, r, r, r)
+		case "F16":
+			return fmt.Sprintf("VCVTPH2PS %d(R8), %s", off, r)
+		}
+		return fmt.Sprintf("VMOVUPS %d(R8), %s", off, r)
+	}
+	vb := s.lanes * esz
+	g.ins(fmt.Sprintf("CMPQ DX, $2\nJLT %s_one", name))
+	g.ins(load(0, z(4)))
+	g.ins(load(vb, z(5)))
+	g.ins(fmt.Sprintf(`
+VFMADD231PS (BX), %[1]s, %[3]s
+VFMADD231PS %[5]d(BX), %[2]s, %[4]s
+ADDQ $%[6]d, R8
+ADDQ $%[7]d, BX
+SUBQ $2, DX
+JMP %[8]s_loop`, z(4), z(5), z(0), z(1), s.lanes*4, 2*vb, 2*s.lanes*4, name))
+	g.p("%s_one:", name)
+	g.ins(fmt.Sprintf("TESTQ DX, DX\nJZ %s_done", name))
+	g.ins(load(0, z(4)))
+	g.ins(fmt.Sprintf("VFMADD231PS (BX), %s, %s", z(4), z(0)))
+	g.p("%s_done:", name)
+	g.ins(fmt.Sprintf("VADDPS %s, %s, %s", z(1), z(0), z(0)))
+	g.reduce(s, 0, 2)
+	g.ins(fmt.Sprintf(`
+VMOVSS X0, (DI)
+ADDQ $4, DI
+ADDQ R11, SI
+DECQ R13
+JNZ %s_row
+VZEROUPPER
+RET`, name))
+	g.p("")
+}

@@ -1,0 +1,393 @@
+package cpu
+
+import (
+	"unsafe"
+
+	"hearth/engine/tensor"
+
+	"golang.org/x/sys/cpu"
+)
+
+//go:generate go run gen_amd64.go gen_matvec_amd64.go gen_gemm_amd64.go gen_misc_amd64.go
+
+// available lists the kernel sets this CPU runs, fastest first: AVX-512
+// (F and VL, with AVX2, FMA and F16C), then AVX2 with FMA and F16C, then
+// pure Go.
+func available() []*kernels {
+	var out []*kernels
+	x := cpu.X86
+	hasAVX2 := x.HasAVX2 && x.HasFMA && x.HasF16C && x.HasOSXSAVE
+	if hasAVX2 && x.HasAVX512F && x.HasAVX512VL {
+		if x.HasAVX512BW && x.HasAVX512VNNI {
+			out = append(out, avx512VNNIKernels)
+		} else {
+			out = append(out, avx512Kernels)
+		}
+	}
+	if hasAVX2 {
+		out = append(out, avx2Kernels)
+	}
+	return append(out, generic)
+}
+
+var avx512Kernels = &kernels{
+	name: "avx512",
+	q4:   func(a qargs) { qcall(a, 4, q4BF16AVX512, q4F16AVX512) },
+	q8:   func(a qargs) { qcall(a, 8, q8BF16AVX512, q8F16AVX512) },
+	perm: 32,
+	dense: func(a dargs) {
+		denseCall(a, 16, [3]denseFn{denseF32AVX512, denseF16AVX512, denseBF16AVX512})
+	},
+	deq: func(m *mat, r, k0 int, dst []float32) bool {
+		if !m.quant {
+			return widenCall(m, r, k0, dst, 16, widenBF16AVX512, widenF16AVX512)
+		}
+		return deqCall(m, r, k0, dst, [4]deqFn{deq4BF16AVX512, deq4F16AVX512, deq8BF16AVX512, deq8F16AVX512})
+	},
+	mr: 12, nr: 32,
+	gemm: func(kc int, a []float32, lda int, b, c []float32, ldc int, accumulate bool) {
+		_, _, _ = a[11*lda+kc-1], b[kc*32-1], c[11*ldc+31]
+		gemmAVX512(kc, &a[0], lda, &b[0], &c[0], ldc, accumulate)
+	},
+	dot:    func(a, b []float32) float32 { return dotCall(a, b, 16, dotAVX512) },
+	axpy:   func(alpha float32, x, y []float32) { axpyCall(alpha, x, y, 16, axpyAVX512) },
+	expSum: func(x []float32, mx float32) float32 { return expSumCall(x, mx, 16, expSumAVX512) },
+}
+
+// avx512VNNIKernels is the AVX-512 set plus the int8-activation kernels
+// that Options.Int8Activations turns on.
+var avx512VNNIKernels = func() *kernels {
+	k := *avx512Kernels
+	k.name = "avx512vnni"
+	k.i8 = map[i8key]i8fn{
+		{4, 32, false, false}: q4I8G32BF16, {4, 64, false, false}: q4I8G64BF16, {4, 128, false, false}: q4I8G128BF16,
+		{4, 32, true, false}: q4I8G32F16, {4, 64, true, false}: q4I8G64F16, {4, 128, true, false}: q4I8G128F16,
+		{8, 32, false, false}: q8I8G32BF16, {8, 64, false, false}: q8I8G64BF16,
+		{8, 32, true, false}: q8I8G32F16, {8, 64, true, false}: q8I8G64F16,
+		// 4-bit rows of an odd number of 64-element chunks, on ymm
+		{4, 32, false, true}: q4I8H32BF16, {4, 64, false, true}: q4I8H64BF16,
+		{4, 32, true, true}: q4I8H32F16, {4, 64, true, true}: q4I8H64F16,
+	}
+	return &k
+}()
+
+var avx2Kernels = &kernels{
+	name: "avx2",
+	q4:   func(a qargs) { qcall(a, 4, q4BF16AVX2, q4F16AVX2) },
+	q8:   func(a qargs) { qcall(a, 8, q8BF16AVX2, q8F16AVX2) },
+	perm: 16,
+	dense: func(a dargs) {
+		denseCall(a, 8, [3]denseFn{denseF32AVX2, denseF16AVX2, denseBF16AVX2})
+	},
+	deq: func(m *mat, r, k0 int, dst []float32) bool {
+		if !m.quant {
+			return widenCall(m, r, k0, dst, 8, widenBF16AVX2, widenF16AVX2)
+		}
+		return deqCall(m, r, k0, dst, [4]deqFn{deq4BF16AVX2, deq4F16AVX2, deq8BF16AVX2, deq8F16AVX2})
+	},
+	i8: map[i8key]i8fn{
+		{4, 32, false, true}: q4I8H32BF16AVX2, {4, 64, false, true}: q4I8H64BF16AVX2,
+		{4, 32, true, true}: q4I8H32F16AVX2, {4, 64, true, true}: q4I8H64F16AVX2,
+	},
+	i8half: true,
+	mr:     6, nr: 16,
+	gemm: func(kc int, a []float32, lda int, b, c []float32, ldc int, accumulate bool) {
+		_, _, _ = a[5*lda+kc-1], b[kc*16-1], c[5*ldc+15]
+		gemmAVX2(kc, &a[0], lda, &b[0], &c[0], ldc, accumulate)
+	},
+	dot:    func(a, b []float32) float32 { return dotCall(a, b, 8, dotAVX2) },
+	axpy:   func(alpha float32, x, y []float32) { axpyCall(alpha, x, y, 8, axpyAVX2) },
+	expSum: func(x []float32, mx float32) float32 { return expSumCall(x, mx, 8, expSumAVX2) },
+}
+
+type qfn func(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, blocks int)
+
+// qcall checks the slices against the shape (the assembly trusts it) and
+// calls the bf16- or f16-scale kernel.
+func qcall(a qargs, bits int, bf16, f16 qfn) {
+	if a.rows == 0 {
+		return
+	}
+	cols := a.groups * a.group
+	if a.group%32 != 0 || len(a.x) < cols || len(a.xsum) < a.groups || len(a.out) < a.rows ||
+		len(a.scales) < 2*a.rows*a.groups || len(a.biases) < 2*a.rows*a.groups || len(a.w) != a.rows*cols*bits/8 {
+		panic("cpu: quantized kernel arguments do not fit the shape")
+	}
+	fn := bf16
+	if a.f16 {
+		fn = f16
+	}
+	fn(&a.w[0], (*uint16)(unsafe.Pointer(&a.scales[0])), (*uint16)(unsafe.Pointer(&a.biases[0])),
+		&a.x[0], &a.xsum[0], &a.out[0], a.rows, a.groups, a.group/32)
+}
+
+type deqFn func(w *byte, scales, biases *uint16, out *float32, groups, blocks int)
+
+// deqCall runs a dequantizer on whole groups of 4- or 8-bit weights with
+// bf16 or f16 scales (fns: 4-bit bf16, 4-bit f16, 8-bit bf16, 8-bit f16).
+func deqCall(m *mat, r, k0 int, dst []float32, fns [4]deqFn) bool {
+	gs := m.group
+	if (m.bits != 4 && m.bits != 8) || gs%32 != 0 || k0%gs != 0 || len(dst)%gs != 0 || len(dst) == 0 ||
+		(m.sdt != tensor.BF16 && m.sdt != tensor.F16) || k0+len(dst) > m.cols || r >= m.rows {
+		return false
+	}
+	i := 0
+	if m.sdt == tensor.F16 {
+		i = 1
+	}
+	if m.bits == 8 {
+		i += 2
+	}
+	g0 := r*(m.cols/gs) + k0/gs
+	w := m.data[r*m.rowBytes+k0*m.bits/8:]
+	fns[i](&w[0], (*uint16)(unsafe.Pointer(&m.scales[2*g0])), (*uint16)(unsafe.Pointer(&m.biases[2*g0])), &dst[0], len(dst)/gs, gs/32)
+	return true
+}
+
+// widenCall converts a dense BF16 or F16 row segment with the vector
+// kernel and its tail in Go; F32 and node operands are left to decodeSeg.
+func widenCall(m *mat, r, k0 int, dst []float32, lanes int, bf16, f16 func(src *byte, dst *float32, blocks int)) bool {
+	if m.f != nil || m.dt == dtF32 || k0+len(dst) > m.cols || r >= m.rows {
+		return false
+	}
+	fn, dt := bf16, tensor.BF16
+	if m.dt == dtF16 {
+		fn, dt = f16, tensor.F16
+	}
+	start := r*m.cols + k0
+	blocks := len(dst) / lanes
+	if blocks > 0 {
+		fn(&m.data[2*start], &dst[0], blocks)
+	}
+	if tail := blocks * lanes; tail < len(dst) {
+		tensor.Float32(dt, m.data, start+tail, dst[tail:])
+	}
+	return true
+}
+
+type denseFn func(w *byte, x, out *float32, rows, blocks, rowBytes int)
+
+// denseCall runs the vector kernel over whole vectors of each row and adds
+// the tail in Go.
+func denseCall(a dargs, lanes int, fns [3]denseFn) {
+	if a.rows == 0 {
+		return
+	}
+	esz := 4
+	if a.dt != dtF32 {
+		esz = 2
+	}
+	rowBytes := a.cols * esz
+	if len(a.w) < a.rows*rowBytes || len(a.x) < a.cols || len(a.out) < a.rows {
+		panic("cpu: dense kernel arguments do not fit the shape")
+	}
+	blocks := a.cols / lanes
+	if blocks > 0 {
+		fns[a.dt](&a.w[0], &a.x[0], &a.out[0], a.rows, blocks, rowBytes)
+	} else {
+		clear(a.out[:a.rows])
+	}
+	if tail := blocks * lanes; tail < a.cols {
+		t := dargs{dt: a.dt, x: a.x[tail:a.cols], cols: a.cols - tail, rows: 1}
+		var one [1]float32
+		for r := 0; r < a.rows; r++ {
+			t.w = a.w[r*rowBytes+tail*esz : (r+1)*rowBytes]
+			t.out = one[:]
+			denseGo(t)
+			a.out[r] += one[0]
+		}
+	}
+}
+
+func dotCall(a, b []float32, lanes int, fn func(a, b *float32, blocks int) float32) float32 {
+	n := len(a)
+	b = b[:n]
+	blocks := n / lanes
+	var s float32
+	if blocks > 0 {
+		s = fn(&a[0], &b[0], blocks)
+	}
+	for i := blocks * lanes; i < n; i++ {
+		s += a[i] * b[i]
+	}
+	return s
+}
+
+func axpyCall(alpha float32, x, y []float32, lanes int, fn func(alpha float32, x, y *float32, blocks int)) {
+	n := len(x)
+	y = y[:n]
+	blocks := n / lanes
+	if blocks > 0 {
+		fn(alpha, &x[0], &y[0], blocks)
+	}
+	for i := blocks * lanes; i < n; i++ {
+		y[i] += alpha * x[i]
+	}
+}
+
+// expSumCall runs the vector kernel over whole vectors and exp32 over the
+// tail.
+func expSumCall(x []float32, mx float32, lanes int, fn func(x *float32, blocks int, mx float32) float32) float32 {
+	blocks := len(x) / lanes
+	var s float32
+	if blocks > 0 {
+		s = fn(&x[0], blocks, mx)
+	}
+	return s + expSumGo(x[blocks*lanes:], mx)
+}
+
+//go:noescape
+func expSumAVX512(x *float32, blocks int, mx float32) float32
+
+//go:noescape
+func expSumAVX2(x *float32, blocks int, mx float32) float32
+
+//go:noescape
+func q4BF16AVX512(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, blocks int)
+
+//go:noescape
+func q4F16AVX512(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, blocks int)
+
+//go:noescape
+func q8BF16AVX512(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, blocks int)
+
+//go:noescape
+func q8F16AVX512(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, blocks int)
+
+//go:noescape
+func q4BF16AVX2(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, blocks int)
+
+//go:noescape
+func q4F16AVX2(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, blocks int)
+
+//go:noescape
+func q8BF16AVX2(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, blocks int)
+
+//go:noescape
+func q8F16AVX2(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, blocks int)
+
+//go:noescape
+func q4I8G32BF16(w *byte, scales, biases *uint16, xq *int8, dv, xsum, out *float32, rows, chunks int)
+
+//go:noescape
+func q4I8G64BF16(w *byte, scales, biases *uint16, xq *int8, dv, xsum, out *float32, rows, chunks int)
+
+//go:noescape
+func q4I8G128BF16(w *byte, scales, biases *uint16, xq *int8, dv, xsum, out *float32, rows, chunks int)
+
+//go:noescape
+func q4I8G32F16(w *byte, scales, biases *uint16, xq *int8, dv, xsum, out *float32, rows, chunks int)
+
+//go:noescape
+func q4I8G64F16(w *byte, scales, biases *uint16, xq *int8, dv, xsum, out *float32, rows, chunks int)
+
+//go:noescape
+func q4I8G128F16(w *byte, scales, biases *uint16, xq *int8, dv, xsum, out *float32, rows, chunks int)
+
+//go:noescape
+func q4I8H32BF16(w *byte, scales, biases *uint16, xq *int8, dv, xsum, out *float32, rows, chunks int)
+
+//go:noescape
+func q4I8H64BF16(w *byte, scales, biases *uint16, xq *int8, dv, xsum, out *float32, rows, chunks int)
+
+//go:noescape
+func q4I8H32F16(w *byte, scales, biases *uint16, xq *int8, dv, xsum, out *float32, rows, chunks int)
+
+//go:noescape
+func q4I8H64F16(w *byte, scales, biases *uint16, xq *int8, dv, xsum, out *float32, rows, chunks int)
+
+//go:noescape
+func q4I8H32BF16AVX2(w *byte, scales, biases *uint16, xq *int8, dv, xsum, out *float32, rows, chunks int)
+
+//go:noescape
+func q4I8H64BF16AVX2(w *byte, scales, biases *uint16, xq *int8, dv, xsum, out *float32, rows, chunks int)
+
+//go:noescape
+func q4I8H32F16AVX2(w *byte, scales, biases *uint16, xq *int8, dv, xsum, out *float32, rows, chunks int)
+
+//go:noescape
+func q4I8H64F16AVX2(w *byte, scales, biases *uint16, xq *int8, dv, xsum, out *float32, rows, chunks int)
+
+//go:noescape
+func q8I8G32BF16(w *byte, scales, biases *uint16, xq *int8, dv, xsum, out *float32, rows, chunks int)
+
+//go:noescape
+func q8I8G64BF16(w *byte, scales, biases *uint16, xq *int8, dv, xsum, out *float32, rows, chunks int)
+
+//go:noescape
+func q8I8G32F16(w *byte, scales, biases *uint16, xq *int8, dv, xsum, out *float32, rows, chunks int)
+
+//go:noescape
+func q8I8G64F16(w *byte, scales, biases *uint16, xq *int8, dv, xsum, out *float32, rows, chunks int)
+
+//go:noescape
+func deq4BF16AVX512(w *byte, scales, biases *uint16, out *float32, groups, blocks int)
+
+//go:noescape
+func deq4F16AVX512(w *byte, scales, biases *uint16, out *float32, groups, blocks int)
+
+//go:noescape
+func deq8BF16AVX512(w *byte, scales, biases *uint16, out *float32, groups, blocks int)
+
+//go:noescape
+func deq8F16AVX512(w *byte, scales, biases *uint16, out *float32, groups, blocks int)
+
+//go:noescape
+func deq4BF16AVX2(w *byte, scales, biases *uint16, out *float32, groups, blocks int)
+
+//go:noescape
+func deq4F16AVX2(w *byte, scales, biases *uint16, out *float32, groups, blocks int)
+
+//go:noescape
+func deq8BF16AVX2(w *byte, scales, biases *uint16, out *float32, groups, blocks int)
+
+//go:noescape
+func deq8F16AVX2(w *byte, scales, biases *uint16, out *float32, groups, blocks int)
+
+//go:noescape
+func widenBF16AVX512(src *byte, dst *float32, blocks int)
+
+//go:noescape
+func widenF16AVX512(src *byte, dst *float32, blocks int)
+
+//go:noescape
+func widenBF16AVX2(src *byte, dst *float32, blocks int)
+
+//go:noescape
+func widenF16AVX2(src *byte, dst *float32, blocks int)
+
+//go:noescape
+func denseF32AVX512(w *byte, x, out *float32, rows, blocks, rowBytes int)
+
+//go:noescape
+func denseBF16AVX512(w *byte, x, out *float32, rows, blocks, rowBytes int)
+
+//go:noescape
+func denseF16AVX512(w *byte, x, out *float32, rows, blocks, rowBytes int)
+
+//go:noescape
+func denseF32AVX2(w *byte, x, out *float32, rows, blocks, rowBytes int)
+
+//go:noescape
+func denseBF16AVX2(w *byte, x, out *float32, rows, blocks, rowBytes int)
+
+//go:noescape
+func denseF16AVX2(w *byte, x, out *float32, rows, blocks, rowBytes int)
+
+//go:noescape
+func dotAVX512(a, b *float32, blocks int) float32
+
+//go:noescape
+func dotAVX2(a, b *float32, blocks int) float32
+
+//go:noescape
+func axpyAVX512(alpha float32, x, y *float32, blocks int)
+
+//go:noescape
+func axpyAVX2(alpha float32, x, y *float32, blocks int)
+
+//go:noescape
+func gemmAVX512(kc int, a *float32, lda int, b, c *float32, ldc int, accumulate bool)
+
+//go:noescape
+func gemmAVX2(kc int, a *float32, lda int, b, c *float32, ldc int, accumulate bool)

@@ -1,0 +1,357 @@
+package cpu
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"hearth/engine/tensor"
+)
+
+// weightFormat makes a random weight of one stored format.
+type weightFormat struct {
+	name  string
+	dt    tensor.DType // dense dtype, or U32 when quantized
+	bits  int
+	group int
+	sdt   tensor.DType // scale dtype
+}
+
+var formats = []weightFormat{
+	{"f32", tensor.F32, 0, 0, 0},
+	{"f16", tensor.F16, 0, 0, 0},
+	{"bf16", tensor.BF16, 0, 0, 0},
+	{"q4g64", tensor.U32, 4, 64, tensor.BF16},
+	{"q4g32", tensor.U32, 4, 32, tensor.BF16},
+	{"q4g128-f16", tensor.U32, 4, 128, tensor.F16},
+	{"q4g64-f32", tensor.U32, 4, 64, tensor.F32},
+	{"q8g32", tensor.U32, 8, 32, tensor.BF16},
+	{"q8g64-f16", tensor.U32, 8, 64, tensor.F16},
+	{"q2g64", tensor.U32, 2, 64, tensor.BF16},
+	{"q6g64", tensor.U32, 6, 64, tensor.BF16},
+}
+
+func putScalar(buf []byte, i int, v float32, dt tensor.DType) {
+	switch dt {
+	case tensor.F32:
+		binary.LittleEndian.PutUint32(buf[i*4:], math.Float32bits(v))
+	case tensor.F16:
+		binary.LittleEndian.PutUint16(buf[i*2:], tensor.FloatToHalf(v))
+	case tensor.BF16:
+		binary.LittleEndian.PutUint16(buf[i*2:], tensor.FloatToBF16(v))
+	}
+}
+
+// randomWeight makes a [rows, cols] weight of format f with random bits.
+func randomWeight(rng *rand.Rand, f weightFormat, rows, cols int) tensor.Weight {
+	w := tensor.Weight{Name: f.name, DType: f.dt, Shape: []int{rows, cols}}
+	if f.bits == 0 {
+		w.Data = make([]byte, rows*cols*f.dt.Size())
+		for i := 0; i < rows*cols; i++ {
+			putScalar(w.Data, i, float32(rng.NormFloat64()*0.1), f.dt)
+		}
+		return w
+	}
+	w.Data = make([]byte, rows*cols*f.bits/8)
+	for i := range w.Data {
+		w.Data[i] = byte(rng.Uint32())
+	}
+	groups := rows * cols / f.group
+	w.Quant = &tensor.Quant{Bits: f.bits, GroupSize: f.group}
+	w.ScaleDType = f.sdt
+	w.Scales = make([]byte, groups*f.sdt.Size())
+	w.Biases = make([]byte, groups*f.sdt.Size())
+	for g := 0; g < groups; g++ {
+		putScalar(w.Scales, g, float32(0.001+0.02*rng.Float64()), f.sdt)
+		putScalar(w.Biases, g, float32(-0.15*rng.Float64()), f.sdt)
+	}
+	return w
+}
+
+// refMatMul is x·wᵀ in float64 over DecodeRow's values, and the scale of
+// each output (Σ|x·w|) that bounds float32 rounding.
+func refMatMul(x []float32, w *tensor.Weight, m, k int) (want, scale []float64) {
+	n := w.Shape[0]
+	row := make([]float32, k)
+	want = make([]float64, m*n)
+	scale = make([]float64, m*n)
+	for j := 0; j < n; j++ {
+		w.DecodeRow(j, row)
+		for r := 0; r < m; r++ {
+			var s, a float64
+			for i, v := range row {
+				p := float64(x[r*k+i]) * float64(v)
+				s += p
+				a += math.Abs(p)
+			}
+			want[r*n+j], scale[r*n+j] = s, a
+		}
+	}
+	return want, scale
+}
+
+// TestMatMulKernels checks every kernel set against a float64 reference on
+// shapes with tails (rows not a multiple of the tile, columns not a
+// multiple of the vector) and on both the matrix–vector and the GEMM path.
+func TestMatMulKernels(t *testing.T) {
+	shapes := []struct{ m, n, k int }{
+		{1, 37, 256}, {3, 100, 384}, {gemmMinRows, 33, 320}, {41, 70, 640}, {1, 5, 2048 + 128}, {29, 64, 4096 + 64},
+		{2, 9, 200}, {gemmMinRows + 1, 11, 200}, // dense only: columns not a multiple of any vector
+	}
+	for _, ks := range KernelSets() {
+		for _, f := range formats {
+			for _, sh := range shapes {
+				if f.group > 0 && sh.k%f.group != 0 {
+					continue // the format does not fit this width
+				}
+				name := fmt.Sprintf("%s/%s/%dx%dx%d", ks, f.name, sh.m, sh.n, sh.k)
+				t.Run(name, func(t *testing.T) {
+					rng := rand.New(rand.NewPCG(uint64(sh.m*7+sh.n), uint64(sh.k)))
+					b := New(Options{Threads: 2, Kernels: ks})
+					defer b.Close()
+					w := randomWeight(rng, f, sh.n, sh.k)
+					wt, err := b.Upload(w)
+					if err != nil {
+						t.Fatal(err)
+					}
+					x := make([]float32, sh.m*sh.k)
+					for i := range x {
+						x[i] = float32(rng.NormFloat64())
+					}
+					g := tensor.NewGraph(b)
+					out := g.MatMul(g.Input(x, sh.m, sh.k), wt)
+					if err := b.Run(context.Background(), g, out); err != nil {
+						t.Fatal(err)
+					}
+					got := make([]float32, sh.m*sh.n)
+					if err := b.Read(out, got); err != nil {
+						t.Fatal(err)
+					}
+					want, scale := refMatMul(x, &w, sh.m, sh.k)
+					for i := range want {
+						if d := math.Abs(float64(got[i]) - want[i]); !(d <= 2e-6*scale[i]+1e-6) {
+							t.Fatalf("out[%d] = %v, want %v (|Δ| %.3g, Σ|x·w| %.3g)", i, got[i], want[i], d, scale[i])
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestFusedMatMul runs three MatMuls of one input (the plan computes them in
+// one loop) plus one on a node weight, and checks each.
+func TestFusedMatMul(t *testing.T) {
+	for _, ks := range KernelSets() {
+		for _, m := range []int{1, 2, gemmMinRows + 3} {
+			t.Run(fmt.Sprintf("%s/m%d", ks, m), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(1, uint64(m)))
+				b := New(Options{Threads: 3, Kernels: ks})
+				defer b.Close()
+				const k = 128
+				var ws []tensor.Weight
+				var ts []tensor.T
+				for i, f := range []weightFormat{formats[3], formats[7], formats[2]} {
+					w := randomWeight(rng, f, 24+8*i, k)
+					wt, err := b.Upload(w)
+					if err != nil {
+						t.Fatal(err)
+					}
+					ws, ts = append(ws, w), append(ts, wt)
+				}
+				x := make([]float32, m*k)
+				for i := range x {
+					x[i] = float32(rng.NormFloat64())
+				}
+				g := tensor.NewGraph(b)
+				in := g.Input(x, m, k)
+				var outs []tensor.T
+				for _, wt := range ts {
+					outs = append(outs, g.MatMul(in, wt))
+				}
+				sum := g.Add(outs[0], outs[0]) // a reader between the fused MatMuls and their use
+				if err := b.Run(context.Background(), g, append(outs, sum)...); err != nil {
+					t.Fatal(err)
+				}
+				for i, o := range outs {
+					got := make([]float32, m*ws[i].Shape[0])
+					if err := b.Read(o, got); err != nil {
+						t.Fatal(err)
+					}
+					want, scale := refMatMul(x, &ws[i], m, k)
+					for j := range want {
+						if d := math.Abs(float64(got[j]) - want[j]); !(d <= 2e-6*scale[j]+1e-6) {
+							t.Fatalf("matmul %d: out[%d] = %v, want %v", i, j, got[j], want[j])
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestExp32(t *testing.T) {
+	for x := float32(-87); x < 88; x += 0.0137 {
+		got, want := float64(exp32(x)), math.Exp(float64(x))
+		if d := math.Abs(got-want) / want; d > 3e-7 {
+			t.Fatalf("exp32(%v) = %v, want %v (relative error %.3g)", x, got, want, d)
+		}
+	}
+	for _, tc := range []struct{ x, want float32 }{{-200, 0}, {0, 1}, {float32(math.Inf(-1)), 0}} {
+		if got := exp32(tc.x); got != tc.want {
+			t.Errorf("exp32(%v) = %v, want %v", tc.x, got, tc.want)
+		}
+	}
+	if got := exp32(100); !math.IsInf(float64(got), 1) {
+		t.Errorf("exp32(100) = %v, want +Inf", got)
+	}
+}
+
+// refInt8 is the int8-activation product in float64 from the same
+// quantized input (Σ_g s·Σ_b d_b·Σ q·xq + b·Σ_g x), and the most it may
+// differ from the exact product: Σ |w|·d_b/2, each input moving by at most
+// half a quantization step.
+func refInt8(x []float32, w *tensor.Weight) (out, bound []float64) {
+	n, k := w.Shape[0], w.Shape[1]
+	xq := make([]float64, k)
+	step := make([]float64, k)
+	for b := 0; b < k/32; b++ {
+		var amax float32
+		for _, v := range x[b*32 : b*32+32] {
+			amax = max(amax, v, -v)
+		}
+		d, inv := amax/127, float32(0)
+		if amax > 0 {
+			inv = 127 / amax
+		}
+		for i := b * 32; i < b*32+32; i++ {
+			xq[i] = float64(d) * max(-127, min(127, math.Round(float64(x[i]*inv))))
+			step[i] = float64(d) / 2
+		}
+	}
+	m := newMat(w)
+	out, bound = make([]float64, n), make([]float64, n)
+	row := make([]float32, k)
+	gs := m.group
+	for r := 0; r < n; r++ {
+		for g := 0; g < k/gs; g++ {
+			s, bias := float64(m.scale(r*(k/gs)+g)), float64(m.bias(r*(k/gs)+g))
+			var dq, xs float64
+			for i := g * gs; i < (g+1)*gs; i++ {
+				dq += float64(getBits(m.data[r*m.rowBytes:], i, m.bits)) * xq[i]
+				xs += float64(x[i])
+			}
+			out[r] += s*dq + bias*xs
+		}
+		w.DecodeRow(r, row)
+		for i, v := range row {
+			bound[r] += math.Abs(float64(v)) * step[i]
+		}
+	}
+	return out, bound
+}
+
+// TestInt8Activations checks the int8-activation kernels against the
+// same arithmetic in float64, and their distance from the exact product
+// against the bound the input rounding allows.
+func TestInt8Activations(t *testing.T) {
+	var sets []string
+	for _, ks := range KernelSets() {
+		if k, _ := kernelsNamed(ks); k.i8 != nil {
+			sets = append(sets, ks)
+		}
+	}
+	if len(sets) == 0 {
+		t.Skip("no kernel set with int8 activations on this CPU (needs AVX-512 VNNI)")
+	}
+	for _, ks := range sets {
+		for _, f := range []weightFormat{formats[3], formats[4], formats[5], formats[7], formats[8]} {
+			for _, k := range []int{64, 128, 192, 384, 2048} {
+				if k%f.group != 0 {
+					continue // the format does not fit this width
+				}
+				t.Run(fmt.Sprintf("%s/%s/k%d", ks, f.name, k), func(t *testing.T) {
+					rng := rand.New(rand.NewPCG(3, uint64(k)))
+					b := New(Options{Threads: 2, Kernels: ks, Int8Activations: true})
+					defer b.Close()
+					if !b.Int8Activations() {
+						t.Fatal("Int8Activations() = false on a set with int8 kernels")
+					}
+					const n = 45
+					w := randomWeight(rng, f, n, k)
+					wt, err := b.Upload(w)
+					if err != nil {
+						t.Fatal(err)
+					}
+					x := make([]float32, k)
+					for i := range x {
+						x[i] = float32(rng.NormFloat64())
+					}
+					g := tensor.NewGraph(b)
+					out := g.MatMul(g.Input(x, 1, k), wt)
+					if err := b.Run(context.Background(), g, out); err != nil {
+						t.Fatal(err)
+					}
+					got := make([]float32, n)
+					if err := b.Read(out, got); err != nil {
+						t.Fatal(err)
+					}
+					want, bound := refInt8(x, &w)
+					exact, scale := refMatMul(x, &w, 1, k)
+					kern, _ := kernelsNamed(ks)
+					half := f.bits == 4 && (k%128 != 0 || kern.i8half)
+					if kern.i8[i8key{f.bits, f.group, f.sdt == tensor.F16, half}] == nil {
+						// this set has no int8 kernel for the format: exact
+						for i := range exact {
+							if d := math.Abs(float64(got[i]) - exact[i]); !(d <= 2e-6*scale[i]+1e-6) {
+								t.Fatalf("out[%d] = %v, want the exact %v", i, got[i], exact[i])
+							}
+						}
+						return
+					}
+					for i := range want {
+						if d := math.Abs(float64(got[i]) - want[i]); !(d <= 2e-6*scale[i]+1e-5) {
+							t.Fatalf("out[%d] = %v, int8 reference %v (|Δ| %.3g)", i, got[i], want[i], d)
+						}
+						if d := math.Abs(float64(got[i]) - exact[i]); !(d <= bound[i]+2e-6*scale[i]+1e-5) {
+							t.Fatalf("out[%d] = %v, exact %v: |Δ| %.3g is past the int8 bound", i, got[i], exact[i], d)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestDequantize checks each set's row dequantizer against DecodeRow bit
+// for bit (it feeds the GEMM path, which promises DecodeRow's values).
+func TestDequantize(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, ks := range KernelSets() {
+		k, _ := kernelsNamed(ks)
+		for _, f := range formats {
+			w := randomWeight(rng, f, 3, 512)
+			m := newMat(&w)
+			want := make([]float32, 512)
+			got := make([]float32, 512)
+			for r := 0; r < 3; r++ {
+				w.DecodeRow(r, want)
+				for _, seg := range [][2]int{{0, 512}, {128, 256}, {384, 128}, {64, 40}} {
+					if f.group > 0 && seg[1]%f.group != 0 {
+						continue // quantized segments start and end on groups
+					}
+					dst := got[seg[0] : seg[0]+seg[1]]
+					m.decodeSegWith(k, r, seg[0], dst)
+					for i, v := range dst {
+						if v != want[seg[0]+i] {
+							t.Fatalf("%s %s row %d: element %d = %v, DecodeRow %v", ks, f.name, r, seg[0]+i, v, want[seg[0]+i])
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,52 @@
+package cpu
+
+// scratch is the backend's reusable working memory. Every buffer grows to
+// the largest size a run asked for and is then reused, so steady-state runs
+// (every decode step after the first) allocate nothing.
+type scratch struct {
+	xp, xsum, xt []float32
+	xq4, xq8     []int8
+	dv4, dv8     []float32
+	workers      []workerScratch
+}
+
+// workerScratch is one worker's private memory.
+type workerScratch struct {
+	tile, strip []float32 // GEMM
+	scores      []float32 // attention
+	rope        []float32 // RoPE's cos and sin
+	aq, akt, as []float32 // blocked attention: Q, Kᵀ panels, scores
+	avp, ao     []float32 // blocked attention: V panels, output
+	_           [64]byte  // keep workers' headers on separate cache lines
+}
+
+func (s *scratch) worker(w int) *workerScratch { return &s.workers[w] }
+
+// grow returns (*s)[:n], reallocating (64-byte aligned) when the capacity
+// is short.
+func grow(s *[]float32, n int) []float32 {
+	if cap(*s) < n {
+		*s = alignedFloats(n + n/4)
+	}
+	return (*s)[:n]
+}
+
+// growI8 is grow for int8 slices.
+func growI8(s *[]int8, n int) []int8 {
+	if cap(*s) < n {
+		*s = make([]int8, n+n/4)
+	}
+	return (*s)[:n]
+}
+
+// tasks holds the loop bodies the backend dispatches to its pool, one of
+// each kind, so dispatching allocates nothing.
+type tasks struct {
+	mv        mvTask
+	gemm      gemmTask
+	packX     packXTask
+	attn      attnTask
+	attnBlock attnBlockTask
+	ew        ewTask
+	nodeMats  [maxFused]mat
+}

@@ -1,0 +1,330 @@
+// Package bench measures a model on the engine's real path (engine.Load,
+// Sequence.Forward): prefill tokens/s at several prompt lengths, time to
+// first token, decode tokens/s, peak RSS, and decode as a fraction of the
+// memory-bandwidth bound, which it measures too with a streaming-read
+// microbenchmark. With a synthetic shape it first writes a random-weight
+// checkpoint with a real model's exact shapes and storage format, so
+// performance work needs no download. `hearth bench` is a flag set over Run.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"hearth/engine"
+	"hearth/engine/backend/cpu"
+	"hearth/engine/config"
+	"hearth/engine/weights"
+)
+
+// Options say what to measure. The zero value of every field but one of
+// Model and Synthetic is a sensible default.
+type Options struct {
+	// Model is a checkpoint directory. Exactly one of Model and Synthetic
+	// is set.
+	Model string
+	// Synthetic names a shape (Shapes lists them) to build with random
+	// weights in the storage format Quant (Quants lists them; default
+	// q4g64).
+	Synthetic string
+	Quant     string
+	// CacheDir keeps synthetic checkpoints between runs (one directory per
+	// shape and format, reused when complete). Empty means a temporary
+	// directory removed when Run returns.
+	CacheDir string
+
+	// Engine is passed to engine.Load (backend, threads, and whatever else
+	// the engine takes).
+	Engine engine.Options
+
+	// Prompts are the prefill lengths in tokens (default 128, 512, 2048).
+	Prompts []int
+	// Decode is the number of decoded tokens timed (default 128), from an
+	// empty context after one untimed token.
+	Decode int
+	// Repeats is how many times each measurement runs; the report gives
+	// medians (default 3).
+	Repeats int
+	// BandwidthBytes is the streaming-read buffer. The default is the
+	// bytes one decode step reads (at least 64 MiB): the bound then sees
+	// the same working set as decode, caches included (a model smaller
+	// than the last-level cache is bounded by the cache's bandwidth).
+	BandwidthBytes int64
+
+	// JSON prints the report as one JSON object instead of a table.
+	JSON bool
+	// Log receives progress lines (nil: none).
+	Log io.Writer
+}
+
+func (o Options) withDefaults() Options {
+	if o.Quant == "" {
+		o.Quant = "q4g64"
+	}
+	if len(o.Prompts) == 0 {
+		o.Prompts = []int{128, 512, 2048}
+	}
+	if o.Decode <= 0 {
+		o.Decode = 128
+	}
+	if o.Repeats <= 0 {
+		o.Repeats = 3
+	}
+	if o.Engine.Threads <= 0 {
+		o.Engine.Threads = cpu.DefaultThreads()
+	}
+	return o
+}
+
+func (o Options) logf(format string, args ...any) {
+	if o.Log != nil {
+		fmt.Fprintf(o.Log, format+"\n", args...)
+	}
+}
+
+// Run measures the model opt names and writes the report to w (a table, or
+// JSON with opt.JSON).
+func Run(ctx context.Context, opt Options, w io.Writer) (*Report, error) {
+	opt = opt.withDefaults()
+	if (opt.Model == "") == (opt.Synthetic == "") {
+		return nil, errors.New("bench: name a model directory or a synthetic shape (not both)")
+	}
+	for _, p := range opt.Prompts {
+		if p <= 0 {
+			return nil, fmt.Errorf("bench: prompt length %d is not positive", p)
+		}
+	}
+	rep := &Report{Date: time.Now().UTC().Format(time.RFC3339), Threads: opt.Engine.Threads, Decode: opt.Decode, Repeats: opt.Repeats}
+	rep.init()
+	rep.Engine = opt.Engine
+	rep.Machine = describeMachine()
+	dir := opt.Model
+	if opt.Synthetic != "" {
+		var err error
+		if dir, err = opt.synthesize(); err != nil {
+			return nil, err
+		}
+		if opt.CacheDir == "" {
+			defer os.RemoveAll(filepath.Dir(dir))
+		}
+		rep.Model, rep.Synthetic, rep.Quant = opt.Synthetic, true, opt.Quant
+	} else {
+		rep.Model = dir
+	}
+	if err := rep.weightBytes(dir); err != nil {
+		return nil, fmt.Errorf("bench %s: %w", dir, err)
+	}
+
+	if opt.BandwidthBytes <= 0 {
+		opt.BandwidthBytes = max(rep.WeightBytesPerToken, 64<<20)
+	}
+	rss := startRSS()
+	err := rep.measure(ctx, dir, opt, rss)
+	rep.PeakRSSBytes = rss.finish()
+	if err != nil {
+		return nil, fmt.Errorf("bench %s: %w", rep.Model, err)
+	}
+	rep.Machine.LoadEnd = loadAvg()
+	rep.finish()
+	if opt.JSON {
+		err = rep.WriteJSON(w)
+	} else {
+		err = rep.WriteTable(w)
+	}
+	return rep, err
+}
+
+// synthesize builds (or finds) the synthetic checkpoint and returns its
+// directory.
+func (o Options) synthesize() (string, error) {
+	root := o.CacheDir
+	if root == "" {
+		tmp, err := os.MkdirTemp("", "hearth-bench-")
+		if err != nil {
+			return "", err
+		}
+		root = tmp
+	}
+	dir := filepath.Join(root, o.Synthetic+"-"+o.Quant)
+	if isSynthetic(dir) {
+		o.logf("using synthetic %s %s in %s", o.Synthetic, o.Quant, dir)
+	} else {
+		o.logf("writing synthetic %s %s to %s", o.Synthetic, o.Quant, dir)
+	}
+	start := time.Now()
+	if err := Synthesize(dir, o.Synthetic, o.Quant); err != nil {
+		return "", fmt.Errorf("bench: synthetic %s %s: %w", o.Synthetic, o.Quant, err)
+	}
+	o.logf("synthetic checkpoint ready (%.1fs)", time.Since(start).Seconds())
+	debug.FreeOSMemory()
+	return dir, nil
+}
+
+// weightBytes fills the checkpoint size and the bytes one decode step
+// reads: every tensor, except that an untied embedding table is read one
+// row at a time (a tied one is read whole as the output head).
+func (r *Report) weightBytes(dir string) error {
+	sum, err := weights.Scan(dir)
+	if err != nil {
+		return err
+	}
+	r.WeightBytes = sum.Bytes
+	r.Params = sum.ParamCount
+	cfg, err := config.Load(dir)
+	if err != nil {
+		return err
+	}
+	tied := cfg.TieWordEmbeddings
+	var embed int64
+	for _, t := range sum.Tensors {
+		base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(t.Name, ".weight"), ".scales"), ".biases")
+		if strings.HasSuffix(base, "embed_tokens") {
+			embed += t.Length
+		}
+	}
+	r.WeightBytesPerToken = sum.Bytes
+	if !tied {
+		r.WeightBytesPerToken -= embed
+	}
+	return nil
+}
+
+// bandwidth measures the streaming-read bandwidth with the RSS sampler
+// paused (the buffer is not the model's memory) and adds the passes to the
+// report; it returns this measurement's median.
+func (r *Report) bandwidth(opt Options, rss *rssSampler) float64 {
+	rss.pause()
+	defer rss.resume()
+	bw := MeasureBandwidth(opt.BandwidthBytes, opt.Engine.Threads, 2)
+	r.Bandwidth.Bytes, r.Bandwidth.Threads = bw.Bytes, bw.Threads
+	r.Bandwidth.Passes = append(r.Bandwidth.Passes, bw.Passes...)
+	r.Bandwidth.GBPerS = median(r.Bandwidth.Passes)
+	r.BandwidthGBs = r.Bandwidth.GBPerS
+	debug.FreeOSMemory()
+	return bw.GBPerS
+}
+
+func (r *Report) measure(ctx context.Context, dir string, opt Options, rss *rssSampler) error {
+	opt.logf("loading %s", dir)
+	start := time.Now()
+	m, err := engine.Load(dir, opt.Engine)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	r.LoadSeconds = time.Since(start).Seconds()
+	r.Backend = m.Backend()
+	if r.Backend == "cpu" {
+		r.Kernels = cpu.KernelSets()[0] // the set engine.Load's cpu backend picks
+	}
+	vocab := m.Config.VocabSize
+	// Warm-up: every weight read once (pages in, caches and plans made).
+	if _, err := decode(ctx, m, vocab, 8); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	for _, p := range opt.Prompts {
+		var ttft []float64
+		for i := 0; i < opt.Repeats; i++ {
+			opt.logf("prefill %d tokens (%d/%d)", p, i+1, opt.Repeats)
+			d, err := prefill(ctx, m, vocab, p)
+			if err != nil {
+				return fmt.Errorf("prefill %d: %w", p, err)
+			}
+			ttft = append(ttft, d.Seconds()*1000)
+		}
+		key := strconv.Itoa(p)
+		r.TTFTMs[key] = median(ttft)
+		r.PrefillTokS[key] = float64(p) / (median(ttft) / 1000)
+		r.Samples.TTFTMs[key] = ttft
+	}
+	// Each decode run is bracketed by bandwidth measurements, and its
+	// fraction of the bound uses the bandwidth measured around it, so a
+	// machine whose load drifts is compared with itself.
+	opt.logf("measuring read bandwidth (%d MB, %d threads)", opt.BandwidthBytes>>20, opt.Engine.Threads)
+	bw := r.bandwidth(opt, rss)
+	for i := 0; i < opt.Repeats; i++ {
+		opt.logf("decode %d tokens (%d/%d)", opt.Decode, i+1, opt.Repeats)
+		d, err := decode(ctx, m, vocab, opt.Decode)
+		if err != nil {
+			return fmt.Errorf("decode: %w", err)
+		}
+		tokS := float64(opt.Decode) / d.Seconds()
+		after := r.bandwidth(opt, rss)
+		bound := (bw + after) / 2 * 1e9 / float64(r.WeightBytesPerToken)
+		r.Samples.DecodeTokS = append(r.Samples.DecodeTokS, tokS)
+		r.Samples.DecodeFraction = append(r.Samples.DecodeFraction, tokS/bound)
+		bw = after
+	}
+	r.DecodeTokS = median(r.Samples.DecodeTokS)
+	r.DecodeFractionOfBound = median(r.Samples.DecodeFraction)
+	return nil
+}
+
+// prompt is n deterministic token ids below vocab.
+func prompt(n, vocab int) []int32 {
+	ids := make([]int32, n)
+	x := uint32(12345)
+	for i := range ids {
+		x = x*1664525 + 1013904223
+		ids[i] = int32(x>>8) % int32(vocab)
+	}
+	return ids
+}
+
+// prefill times the forward pass of an n-token prompt up to the first
+// token's logits and its argmax (the time to first token).
+func prefill(ctx context.Context, m *engine.Model, vocab, n int) (time.Duration, error) {
+	seq, err := m.NewSequence(n + 1)
+	if err != nil {
+		return 0, err
+	}
+	defer seq.Close()
+	ids := prompt(n, vocab)
+	start := time.Now()
+	logits, err := seq.Forward(ctx, ids, false)
+	if err != nil {
+		return 0, err
+	}
+	argmax(logits)
+	return time.Since(start), nil
+}
+
+// decode feeds one token untimed, then times n greedy steps.
+func decode(ctx context.Context, m *engine.Model, vocab, n int) (time.Duration, error) {
+	seq, err := m.NewSequence(n + 1)
+	if err != nil {
+		return 0, err
+	}
+	defer seq.Close()
+	logits, err := seq.Forward(ctx, prompt(1, vocab), false)
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		if logits, err = seq.Forward(ctx, []int32{argmax(logits)}, false); err != nil {
+			return 0, err
+		}
+	}
+	return time.Since(start), nil
+}
+
+func argmax(x []float32) int32 {
+	best := 0
+	for i, v := range x {
+		if v > x[best] {
+			best = i
+		}
+	}
+	return int32(best)
+}
+
+func kernelSets() []string { return cpu.KernelSets() }

@@ -1,0 +1,162 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"hearth/engine/config"
+	"hearth/engine/weights"
+)
+
+// TestSynthesize writes the tiny shape in every format and checks that the
+// checkpoint is what the shape says, that writing is deterministic, and
+// that a complete checkpoint is reused.
+func TestSynthesize(t *testing.T) {
+	for _, q := range Quants() {
+		t.Run(q, func(t *testing.T) {
+			a, b := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
+			for _, dir := range []string{a, b} {
+				if err := Synthesize(dir, testShape, q); err != nil {
+					t.Fatal(err)
+				}
+			}
+			sum, err := weights.Scan(a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := shapes[testShape]
+			q4, kv := s.NumAttentionHeads*s.HeadDim, s.NumKeyValueHeads*s.HeadDim
+			perLayer := 4*s.HiddenSize*q4/2 + 2*s.HiddenSize*kv + 3*s.HiddenSize*s.IntermediateSize
+			want := int64(s.VocabSize*s.HiddenSize + s.NumHiddenLayers*perLayer)
+			if sum.ParamCount < want {
+				t.Errorf("%d parameters, want at least %d", sum.ParamCount, want)
+			}
+			for _, f := range sum.Files {
+				x, _ := os.ReadFile(filepath.Join(a, f))
+				y, _ := os.ReadFile(filepath.Join(b, f))
+				if !bytes.Equal(x, y) {
+					t.Errorf("%s differs between two runs of the same shape", f)
+				}
+			}
+			cfg, err := config.Load(a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.HiddenSize != s.HiddenSize || cfg.NumHiddenLayers != s.NumHiddenLayers || (cfg.Quantization != nil) != (q != "bf16") {
+				t.Errorf("config.json: hidden %d, layers %d, quantization %s", cfg.HiddenSize, cfg.NumHiddenLayers, cfg.Quantization)
+			}
+			st, _ := os.Stat(filepath.Join(a, "config.json"))
+			if err := Synthesize(a, testShape, q); err != nil {
+				t.Fatal(err)
+			}
+			if st2, _ := os.Stat(filepath.Join(a, "config.json")); !st2.ModTime().Equal(st.ModTime()) {
+				t.Error("a complete checkpoint was rewritten instead of reused")
+			}
+		})
+	}
+}
+
+// TestShapeConfigs parses every shape's config.json as the engine does.
+func TestShapeConfigs(t *testing.T) {
+	for _, name := range Shapes() {
+		s := shapes[name]
+		for _, qn := range Quants() {
+			q, _ := lookupQuant(qn)
+			raw, err := json.Marshal(s.config(q))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := config.Parse(raw, nil)
+			if err != nil {
+				t.Fatalf("%s %s: %v", name, qn, err)
+			}
+			if c.HeadDim != s.HeadDim || c.NumKeyValueHeads != s.NumKeyValueHeads || c.TieWordEmbeddings != s.TieWordEmbeddings || c.SlidingWindow != 0 {
+				t.Errorf("%s: parsed head_dim %d, kv heads %d, tied %v, window %d", name, c.HeadDim, c.NumKeyValueHeads, c.TieWordEmbeddings, c.SlidingWindow)
+			}
+		}
+	}
+	if _, err := lookupShape("gpt-5"); err == nil || !strings.Contains(err.Error(), "llama-3.2-1b") {
+		t.Errorf("unknown shape error = %v, want one listing the shapes", err)
+	}
+}
+
+// TestRun runs the whole benchmark on the tiny shape and checks the JSON
+// report has every field `hearth bench --json` promises.
+func TestRun(t *testing.T) {
+	var out bytes.Buffer
+	rep, err := Run(context.Background(), Options{
+		Synthetic: testShape, Quant: "q4g64", CacheDir: t.TempDir(),
+		Prompts: []int{4, 9}, Decode: 3, Repeats: 2, BandwidthBytes: 1 << 20, JSON: true,
+	}, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(out.Bytes(), &obj); err != nil {
+		t.Fatalf("output is not one JSON object: %v\n%s", err, out.String())
+	}
+	for _, key := range []string{"decode_tok_s", "prefill_tok_s", "ttft_ms", "peak_rss_bytes", "bandwidth_gb_s", "weight_bytes_per_token", "decode_fraction_of_bound"} {
+		if _, ok := obj[key]; !ok {
+			t.Errorf("JSON report lacks %q", key)
+		}
+	}
+	if rep.DecodeTokS <= 0 || rep.PrefillTokS["9"] <= 0 || rep.TTFTMs["4"] <= 0 || rep.BandwidthGBs <= 0 {
+		t.Errorf("report has empty measurements: %+v", rep)
+	}
+	if len(rep.Samples.DecodeTokS) != 2 || len(rep.Samples.TTFTMs["9"]) != 2 {
+		t.Errorf("samples %+v, want 2 repeats each", rep.Samples)
+	}
+	// tied embeddings: every byte is read per token
+	if rep.WeightBytesPerToken != rep.WeightBytes {
+		t.Errorf("tied model reads %d of %d bytes per token, want all", rep.WeightBytesPerToken, rep.WeightBytes)
+	}
+	if got := rep.DecodeFractionOfBound; got <= 0 {
+		t.Errorf("decode fraction of bound = %v", got)
+	}
+}
+
+func TestRunErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opt  Options
+		want string
+	}{
+		{"neither", Options{}, "name a model directory or a synthetic shape"},
+		{"both", Options{Model: "x", Synthetic: testShape}, "not both"},
+		{"shape", Options{Synthetic: "nope", CacheDir: t.TempDir()}, `unknown synthetic shape "nope"`},
+		{"quant", Options{Synthetic: testShape, Quant: "q3", CacheDir: t.TempDir()}, `unknown quantization "q3"`},
+		{"prompt", Options{Synthetic: testShape, Prompts: []int{0}}, "prompt length 0"},
+		{"missing", Options{Model: filepath.Join(t.TempDir(), "none")}, "none"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Run(context.Background(), tc.opt, &bytes.Buffer{})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Run error = %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestWeightBytesUntied checks that an untied embedding table is not counted
+// as read per token.
+func TestWeightBytesUntied(t *testing.T) {
+	dir := t.TempDir()
+	s := shapes[testShape]
+	s.Name, s.TieWordEmbeddings = "untied", false
+	if err := synthesize(dir, s, quants[2]); err != nil {
+		t.Fatal(err)
+	}
+	var r Report
+	if err := r.weightBytes(dir); err != nil {
+		t.Fatal(err)
+	}
+	embed := int64(2 * s.VocabSize * s.HiddenSize)
+	if r.WeightBytes-r.WeightBytesPerToken != embed {
+		t.Errorf("per token %d of %d bytes, want all but the %d-byte embedding", r.WeightBytesPerToken, r.WeightBytes, embed)
+	}
+}

@@ -1,0 +1,147 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"strconv"
+	"text/tabwriter"
+
+	gcpu "github.com/shirou/gopsutil/v4/cpu"
+	"github.com/shirou/gopsutil/v4/load"
+	"hearth/engine"
+)
+
+// Report is what Run measured. Times are medians over the repeats; Samples
+// holds every repeat.
+type Report struct {
+	Model     string  `json:"model"` // directory, or the synthetic shape
+	Synthetic bool    `json:"synthetic"`
+	Quant     string  `json:"quant,omitempty"` // synthetic storage format
+	Date      string  `json:"date"`            // RFC 3339, UTC
+	Machine   Machine `json:"machine"`
+	Backend   string  `json:"backend"`
+	Kernels   string  `json:"kernels,omitempty"` // cpu kernel set
+	Threads   int     `json:"threads"`
+	// Engine is the engine.Options the model was loaded with.
+	Engine engine.Options `json:"engine"`
+
+	Params              int64   `json:"params"`
+	WeightBytes         int64   `json:"weight_bytes"`           // on disk
+	WeightBytesPerToken int64   `json:"weight_bytes_per_token"` // read by one decode step
+	LoadSeconds         float64 `json:"load_s"`
+
+	Bandwidth    Bandwidth `json:"bandwidth"`
+	BandwidthGBs float64   `json:"bandwidth_gb_s"`
+
+	PrefillTokS map[string]float64 `json:"prefill_tok_s"` // by prompt length
+	TTFTMs      map[string]float64 `json:"ttft_ms"`       // by prompt length
+	Decode      int                `json:"decode_tokens"`
+	DecodeTokS  float64            `json:"decode_tok_s"`
+	// DecodeBoundTokS is bandwidth ÷ bytes per token: the most a decode
+	// that streams its weights once per token can do.
+	DecodeBoundTokS float64 `json:"decode_bound_tok_s"`
+	// DecodeFractionOfBound is the median over decode runs of each run's
+	// rate over the bound measured around it (Samples.DecodeFraction).
+	DecodeFractionOfBound float64 `json:"decode_fraction_of_bound"`
+	PeakRSSBytes          int64   `json:"peak_rss_bytes"`
+
+	Repeats int `json:"repeats"`
+	Samples struct {
+		TTFTMs     map[string][]float64 `json:"ttft_ms"`
+		DecodeTokS []float64            `json:"decode_tok_s"`
+		// DecodeFraction is each decode run's rate over the bound from
+		// the bandwidth measured just before and after it.
+		DecodeFraction []float64 `json:"decode_fraction_of_bound"`
+	} `json:"samples"`
+}
+
+// Machine describes where the numbers were taken.
+type Machine struct {
+	CPU      string     `json:"cpu"`
+	Cores    int        `json:"cores"`        // physical
+	Logical  int        `json:"logical"`      // hardware threads
+	OS       string     `json:"os"`           // GOOS/GOARCH
+	Load     [3]float64 `json:"load_avg"`     // 1, 5 and 15 minutes, at the start
+	LoadEnd  [3]float64 `json:"load_avg_end"` // the same at the end
+	GoVer    string     `json:"go"`
+	CPUFlags []string   `json:"kernel_sets"` // the cpu kernel sets this CPU runs
+}
+
+func describeMachine() Machine {
+	m := Machine{OS: runtime.GOOS + "/" + runtime.GOARCH, GoVer: runtime.Version(), Logical: runtime.NumCPU()}
+	if infos, err := gcpu.Info(); err == nil && len(infos) > 0 {
+		m.CPU = infos[0].ModelName
+	}
+	if n, err := gcpu.Counts(false); err == nil {
+		m.Cores = n
+	}
+	m.Load = loadAvg()
+	m.CPUFlags = kernelSets()
+	return m
+}
+
+// loadAvg is the system load average (zero where it cannot be read).
+func loadAvg() [3]float64 {
+	a, err := load.Avg()
+	if err != nil {
+		return [3]float64{}
+	}
+	return [3]float64{a.Load1, a.Load5, a.Load15}
+}
+
+func (r *Report) init() {
+	r.PrefillTokS = map[string]float64{}
+	r.TTFTMs = map[string]float64{}
+	r.Samples.TTFTMs = map[string][]float64{}
+}
+
+func (r *Report) finish() {
+	if r.BandwidthGBs > 0 && r.WeightBytesPerToken > 0 {
+		r.DecodeBoundTokS = r.BandwidthGBs * 1e9 / float64(r.WeightBytesPerToken)
+	}
+}
+
+// WriteJSON writes the report as one indented JSON object.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteTable writes the report for people.
+func (r *Report) WriteTable(w io.Writer) error {
+	name := r.Model
+	if r.Synthetic {
+		name = fmt.Sprintf("%s %s (synthetic)", r.Model, r.Quant)
+	}
+	backend := r.Backend
+	if r.Kernels != "" {
+		backend += "/" + r.Kernels
+	}
+	fmt.Fprintf(w, "model      %s, %.2fB params, %.2f GB\n", name, float64(r.Params)/1e9, float64(r.WeightBytes)/1e9)
+	fmt.Fprintf(w, "machine    %s, %d cores, %s, load %.2f %.2f %.2f → %.2f %.2f %.2f\n", r.Machine.CPU, r.Machine.Cores, r.Machine.OS,
+		r.Machine.Load[0], r.Machine.Load[1], r.Machine.Load[2], r.Machine.LoadEnd[0], r.Machine.LoadEnd[1], r.Machine.LoadEnd[2])
+	fmt.Fprintf(w, "backend    %s, %d threads (load %.1fs)\n", backend, r.Threads, r.LoadSeconds)
+	fmt.Fprintf(w, "bandwidth  %.1f GB/s streaming read of %.2f GB; a decode step reads %.2f GB → bound %.1f tok/s\n",
+		r.BandwidthGBs, float64(r.Bandwidth.Bytes)/1e9, float64(r.WeightBytesPerToken)/1e9, r.DecodeBoundTokS)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "prompt\tprefill tok/s\tTTFT ms\t")
+	var keys []int
+	for k := range r.PrefillTokS {
+		n, _ := strconv.Atoi(k)
+		keys = append(keys, n)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		s := strconv.Itoa(k)
+		fmt.Fprintf(tw, "%d\t%.1f\t%.0f\t\n", k, r.PrefillTokS[s], r.TTFTMs[s])
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "decode     %.2f tok/s over %d tokens, %.0f%% of the bandwidth bound (each run against the bandwidth measured around it)\n", r.DecodeTokS, r.Decode, 100*r.DecodeFractionOfBound)
+	fmt.Fprintf(w, "peak RSS   %.2f GB\n", float64(r.PeakRSSBytes)/1e9)
+	fmt.Fprintf(w, "(medians of %d runs)\n", r.Repeats)
+	return nil
+}
