@@ -84,7 +84,9 @@ func loadAndPrefill(j job) error {
 		}
 		return err
 	}
-	m, err := engine.Load(j.Dir, engine.Options{ChunkTokens: j.Chunk})
+	// The CPU backend explicitly: "auto" would probe for a GPU and map the
+	// Vulkan driver into the process, which is not what this measures.
+	m, err := engine.Load(j.Dir, engine.Options{Backend: "cpu", ChunkTokens: j.Chunk})
 	if err != nil {
 		return err
 	}
