@@ -19,10 +19,11 @@ import (
 // built-in starter model registered as a local directory when it can be
 // extracted.
 func (c *cli) registry() *registry.Registry {
+	reg := registry.New(c.hub().CacheDir)
 	if def, err := c.defaultModel(); err == nil {
-		return registry.New(c.hub().CacheDir, def.Dir)
+		reg.WithBuiltin(registry.Builtin{ID: def.ID, Dir: def.Dir})
 	}
-	return registry.New(c.hub().CacheDir)
+	return reg
 }
 
 // resolveModel finds what the user named on the command line: a repo id
@@ -44,7 +45,7 @@ func (c *cli) registryResolve(name string) (pool.Model, error) {
 	if err != nil {
 		return pool.Model{}, err
 	}
-	if rec.Revision == "" {
+	if rec.Revision == "" && !rec.Builtin {
 		return pool.Model{}, fmt.Errorf("%w: %q is a directory, not a model in the Hugging Face cache (serve a directory with --model)", registry.ErrNotFound, name)
 	}
 	return admit(rec, 0)
@@ -53,7 +54,7 @@ func (c *cli) registryResolve(name string) (pool.Model, error) {
 // admit turns a record into a loadable model after the memory check.
 func admit(rec registry.Record, ctxTokens int) (pool.Model, error) {
 	m := pool.Model{ID: rec.Name(), Dir: rec.Dir}
-	if rec.Revision == "" {
+	if rec.Revision == "" && !rec.Builtin {
 		m.ID = filepath.Base(rec.Dir)
 	}
 	if mem, err := fit.System(); err == nil {
@@ -78,13 +79,6 @@ func (c *cli) ls(args []string) error {
 	recs, err := reg.List()
 	if err != nil {
 		return err
-	}
-	if def, err := c.defaultModel(); err == nil {
-		for i := range recs {
-			if recs[i].Dir == def.Dir {
-				recs[i].ID = def.ID // the built-in model, not its cache path
-			}
-		}
 	}
 	var judge func(registry.Record) fit.Verdict
 	if mem, err := fit.System(); err == nil {

@@ -35,6 +35,7 @@ type Record struct {
 	Revision     string   `json:"revision"` // the snapshot's commit; "" for a local directory
 	Refs         []string `json:"refs"`     // refs pointing at Revision ("main", …)
 	Dir          string   `json:"dir"`      // the snapshot (or local) directory
+	Builtin      bool     `json:"builtin"`  // ships with Hearth (hearth/starter)
 	ModelType    string   `json:"model_type"`
 	Family       string   `json:"family"`
 	Tier         string   `json:"tier"`   // TierTargeted, TierGeneric or TierUnsupported
@@ -57,7 +58,7 @@ type Record struct {
 // Name is how the record is shown and asked for: the ID, with "@" and the
 // first ref (or the short commit) when the snapshot is not refs/main.
 func (r Record) Name() string {
-	if r.Revision == "" || containsString(r.Refs, "main") {
+	if r.Builtin || r.Revision == "" || containsString(r.Refs, "main") {
 		return r.ID
 	}
 	if len(r.Refs) > 0 {

@@ -30,7 +30,25 @@ var (
 type Registry struct {
 	cache    string
 	local    []string
+	builtin  []Builtin
 	profiles []ExactProfile
+}
+
+// Builtin is a model that ships with Hearth, listed and resolved by its
+// own name (e.g. "hearth/starter") rather than by its directory.
+type Builtin struct{ ID, Dir string }
+
+// WithBuiltin adds built-in models to r and returns r.
+func (r *Registry) WithBuiltin(b ...Builtin) *Registry {
+	r.builtin = append(r.builtin, b...)
+	return r
+}
+
+// builtinRecord classifies a built-in model under its own name.
+func (r *Registry) builtinRecord(b Builtin) Record {
+	rec := r.classifyLocal(b.Dir)
+	rec.ID, rec.Builtin = b.ID, true
+	return rec
 }
 
 // New returns a registry over the cache directory (see HubCache) and the
@@ -63,6 +81,9 @@ func (r *Registry) List() ([]Record, error) {
 	}
 	for _, d := range r.local {
 		out = append(out, r.classifyLocal(d))
+	}
+	for _, b := range r.builtin {
+		out = append(out, r.builtinRecord(b))
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
 	return out, nil
@@ -100,6 +121,12 @@ func (r *Registry) Resolve(name string) (Record, error) {
 	name = strings.TrimSpace(name)
 	if name == "" {
 		return Record{}, fmt.Errorf("%w: no model name given", ErrNotFound)
+	}
+	for _, b := range r.builtin {
+		if name == b.ID {
+			rec := r.builtinRecord(b)
+			return rec, rec.Err()
+		}
 	}
 	if isPath(name) {
 		return r.resolveDir(name)
