@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"hearth/engine/family"
+	"hearth/engine/sample"
 	"hearth/engine/template"
 	"hearth/engine/tokenizer"
 	"hearth/engine/toolcall"
@@ -144,6 +145,19 @@ func quantLabel(raw json.RawMessage) string {
 
 // Info describes the model.
 func (r *Runner) Info() Info { return r.info }
+
+// Defaults are the sampling parameters the checkpoint ships in
+// generation_config.json; a request's own values override them.
+func (r *Runner) Defaults() sample.Options {
+	g := r.model.Config.Generation
+	d := sample.Options{Temperature: g.Temperature, TopP: g.TopP, TopK: g.TopK, MinP: g.MinP, RepetitionPenalty: g.RepetitionPenalty}
+	if g.DoSample != nil && !*g.DoSample {
+		// transformers decodes greedily then, whatever the temperature;
+		// top_k 1 says so without a zero that reads as "unset"
+		d.Temperature, d.TopK = 0, 1
+	}
+	return d
+}
 
 // Tokenizer is the model's tokenizer (safe for concurrent reads).
 func (r *Runner) Tokenizer() *tokenizer.Tokenizer { return r.tok }

@@ -25,9 +25,10 @@ type messagesRequest struct {
 
 // messagesJob is a validated Messages request.
 type messagesJob struct {
-	model  string
-	req    engine.Request
-	stream bool
+	model    string
+	sampling sampling // applied with the model\'s defaults once it is known
+	req      engine.Request
+	stream   bool
 }
 
 // block is one Anthropic content block (the fields of every kind we read).
@@ -73,6 +74,7 @@ func parseMessages(body []byte) (*messagesJob, error) {
 		return nil, err
 	}
 	job := &messagesJob{model: in.Model, stream: in.Stream}
+	job.sampling = sampling{params: p, maxTemp: 1}
 	job.req = engine.Request{Messages: msgs, MaxTokens: *in.MaxTokens, Stop: stops, Sample: opt}
 	useTools := true
 	if !isNull(in.ToolChoice) {

@@ -130,6 +130,7 @@ func (s *Server) messages(c echo.Context) error {
 		return err
 	}
 	defer release()
+	job.sampling.apply(&job.req, r.Defaults())
 	info := r.Info()
 	if job.req.Tools != nil && !hasCap(info, "tools") {
 		return badRequest("tools", "tools: model %q does not support tool calls (its chat template has no tool-call format)", info.ID)

@@ -28,6 +28,7 @@ type completionRequest struct {
 // completionJob is a validated completion request.
 type completionJob struct {
 	model        string
+	sampling     sampling // applied with the model\'s defaults once it is known
 	req          engine.Request
 	stream       bool
 	includeUsage bool
@@ -55,6 +56,7 @@ func parseCompletion(body []byte) (*completionJob, error) {
 		return nil, badRequest("best_of", "best_of: only 1 is supported, got %d", *in.BestOf)
 	}
 	job := &completionJob{model: in.Model, stream: in.Stream, includeUsage: in.includeUsage(), tokenIDs: in.ReturnTokenIDs}
+	job.sampling = sampling{params: in.samplingParams, maxTemp: 2}
 	job.req = engine.Request{MaxTokens: maxTokens, Stop: stops, Sample: opt}
 	if err := parsePrompt(in.Prompt, &job.req); err != nil {
 		return nil, err
@@ -132,6 +134,7 @@ func (s *Server) completions(c echo.Context) error {
 		return err
 	}
 	defer release()
+	job.sampling.apply(&job.req, r.Defaults())
 	info := r.Info()
 	base := completionResponse{ID: newID("cmpl-"), Object: "text_completion", Created: time.Now().Unix(), Model: info.ID, SystemFingerprint: s.fingerprint()}
 	if job.stream {

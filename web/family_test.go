@@ -2,6 +2,7 @@ package web
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,5 +85,37 @@ func TestChatEveryFamily(t *testing.T) {
 				t.Errorf("%s: streamed %q (%d tokens), whole %q (%d tokens)", e.Name, sb.String(), usage.CompletionTokens, whole.text(), whole.Usage.CompletionTokens)
 			}
 		})
+	}
+}
+
+// TestModelSamplingDefaults serves a model whose generation_config.json
+// asks for greedy decoding: a request that sets no temperature follows it
+// (the same answer whatever the seed), one that sets a temperature does not.
+func TestModelSamplingDefaults(t *testing.T) {
+	dir := t.TempDir()
+	tiny := filepath.Join(testmodels.Root(), "chat-tiny")
+	for _, f := range []string{"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"} {
+		raw, err := os.ReadFile(filepath.Join(tiny, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, f), raw, 0o644)
+	}
+	os.WriteFile(filepath.Join(dir, "generation_config.json"), []byte(`{"do_sample": false, "temperature": 0.9, "eos_token_id": 511}`), 0o644)
+	ts := startServer(t, func(c *serverConfig) { c.model = pool.Model{ID: "chat-tiny", Dir: dir} })
+	answer := func(extra string) string {
+		var out chatOut
+		ts.postOK(t, "/v1/chat/completions", `{"model":"chat-tiny","messages":[{"role":"user","content":"hello"}],"max_tokens":24`+extra+`}`, &out)
+		return out.text()
+	}
+	if a, b := answer(`,"seed":1`), answer(`,"seed":2`); a != b {
+		t.Errorf("with the model's greedy default, seeds 1 and 2 gave %q and %q", a, b)
+	}
+	differ := false
+	for seed := 1; seed <= 4 && !differ; seed++ {
+		differ = answer(`,"temperature":1.5,"seed":1`) != answer(fmt.Sprintf(`,"temperature":1.5,"seed":%d`, seed+10))
+	}
+	if !differ {
+		t.Error("an explicit temperature 1.5 gave the same answer for every seed: the request did not override the model's default")
 	}
 }

@@ -32,6 +32,7 @@ type responseFormat struct {
 // chatJob is a validated chat request.
 type chatJob struct {
 	model        string
+	sampling     sampling // applied with the model\'s defaults once it is known
 	req          engine.Request
 	stream       bool
 	includeUsage bool
@@ -60,6 +61,7 @@ func parseChat(body []byte) (*chatJob, error) {
 		return nil, err
 	}
 	job := &chatJob{model: in.Model, stream: in.Stream, includeUsage: in.includeUsage()}
+	job.sampling = sampling{params: in.samplingParams, maxTemp: 2}
 	job.req = engine.Request{Messages: msgs, MaxTokens: maxTokens, Stop: stops, Sample: opt, TemplateKwargs: in.ChatTemplateKwargs}
 	if in.Logprobs != nil && *in.Logprobs {
 		job.req.Logprobs = true
@@ -145,6 +147,7 @@ func (s *Server) chat(c echo.Context) error {
 		return err
 	}
 	defer release()
+	job.sampling.apply(&job.req, r.Defaults())
 	info := r.Info()
 	if job.req.Tools != nil && !hasCap(info, "tools") {
 		return badRequest("tools", "tools: model %q does not support tool calls (its chat template has no tool-call format)", info.ID)

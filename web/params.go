@@ -3,6 +3,7 @@ package web
 import (
 	"encoding/json"
 
+	"hearth/engine"
 	"hearth/engine/sample"
 )
 
@@ -71,6 +72,45 @@ func (p *samplingParams) options(maxTemp float64) (sample.Options, error) {
 		o.Seed = &s
 	}
 	return o, nil
+}
+
+// withDefaults returns p with the fields the request left unset taken
+// from the model's own defaults (its generation_config.json), as Ollama
+// and LM Studio do; fields the model does not set stay unset.
+func (p samplingParams) withDefaults(d sample.Options) samplingParams {
+	fill := func(dst **float64, v float64) {
+		if *dst == nil && v != 0 {
+			*dst = &v
+		}
+	}
+	// A model that decodes greedily says so with top_k 1; a request that
+	// asks for a temperature wants sampling, so that default does not apply.
+	greedy := d.TopK == 1
+	fill(&p.Temperature, d.Temperature)
+	fill(&p.TopP, d.TopP)
+	fill(&p.MinP, d.MinP)
+	fill(&p.RepetitionPenalty, d.RepetitionPenalty)
+	if p.TopK == nil && d.TopK != 0 && !(greedy && p.Temperature != nil) {
+		k := d.TopK
+		p.TopK = &k
+	}
+	return p
+}
+
+// sampling keeps a request's sampling fields until the model is known, so
+// that its defaults can fill the unset ones.
+type sampling struct {
+	params  samplingParams
+	maxTemp float64
+}
+
+// apply sets req.Sample from the request's fields and the model's defaults.
+// Defaults that fall outside this API's ranges are ignored.
+func (s sampling) apply(req *engine.Request, defaults sample.Options) {
+	p := s.params.withDefaults(defaults)
+	if opt, err := p.options(s.maxTemp); err == nil {
+		req.Sample = opt
+	}
 }
 
 // openAIParams are the fields /v1/chat/completions and /v1/completions share.
