@@ -2,6 +2,7 @@
 // and Anthropic-compatible HTTP API.
 //
 //	hearth [serve]            start the server (the default command)
+//	hearth menu               start the server with the menu-bar app (the default in Hearth.app)
 //	hearth run MODEL [PROMPT] chat in the terminal, or answer PROMPT
 //	hearth ls                 list the models in the Hugging Face cache
 //	hearth ps                 show what the running server has loaded
@@ -65,6 +66,7 @@ func (osEnv) Getenv(k string) string { return os.Getenv(k) }
 func commands() []command {
 	return []command{
 		{"serve", "serve [flags]", "start the HTTP server (the default)", (*cli).serve},
+		{"menu", "menu [flags]", "start the server with the menu-bar app (the default in Hearth.app)", (*cli).menu},
 		{"run", "run [flags] MODEL [PROMPT]", "chat with MODEL in the terminal, or answer PROMPT", (*cli).runModel},
 		{"ls", "ls", "list the models in the Hugging Face cache", (*cli).ls},
 		{"ps", "ps [flags]", "show what the running server has loaded", (*cli).ps},
@@ -79,7 +81,8 @@ func (c *cli) context() context.Context { return c.ctx }
 
 // run dispatches args to a command.
 func (c *cli) run(args []string) error {
-	name := "serve"
+	args = dropFinderArgs(args)
+	name := defaultCommand(executable())
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		name, args = args[0], args[1:]
 	}

@@ -1,0 +1,185 @@
+// hearth menu: the server plus the menu-bar tray. The menu's actions go
+// through what the CLI and the server use: the server's pool (loads
+// resolve as HTTP requests do), the registry (hearth ls), fit, and hearth
+// pull's download.
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"hearth/engine/fit"
+	"hearth/engine/pool"
+	"hearth/engine/registry"
+	"hearth/web"
+)
+
+// errNoTray is what hearth menu says in a build without a tray.
+var errNoTray = errors.New("this hearth was built without the menu-bar tray: build it with -tags tray (needs libayatana-appindicator3-dev and libgtk-3-dev), or use hearth serve and the web chat")
+
+func (c *cli) menu(args []string) error {
+	fs := c.flags("menu", "menu [flags]")
+	addr, err := c.addrFlags(fs)
+	if err != nil {
+		return err
+	}
+	model := fs.String("model", c.env.Getenv("HEARTH_MODEL"), "model to load at start and serve when a request names none (env HEARTH_MODEL; default: the built-in model)")
+	origins := fs.String("origins", c.env.Getenv("HEARTH_ORIGINS"), "browser origins allowed besides the server's own (env HEARTH_ORIGINS)")
+	queue := fs.Int("queue", 64, "requests that may wait for the model; more get 429")
+	rf := c.runnerFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("menu: unexpected argument %q (use --model to choose the model)", fs.Arg(0))
+	}
+	if !trayAvailable {
+		return errNoTray
+	}
+	ctx, stop := signal.NotifyContext(c.context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+
+	var def pool.Model
+	if *model != "" {
+		def, err = c.resolveModel(*model)
+	} else {
+		def, err = c.defaultModel()
+	}
+	if err != nil {
+		return err
+	}
+	p := pool.New(pool.Options{Runner: rf.options(*queue), Default: def, Resolve: c.registryResolve})
+	eng := &menuEngine{}
+	var srv *web.Server
+	if ln, err := net.Listen("tcp", addr.addr()); err != nil {
+		eng.set("", fmt.Errorf("listen: %w", err))
+		fmt.Fprintln(c.stderr, "hearth: menu:", err)
+	} else {
+		srv = web.New(web.Options{Pool: p, Origins: splitList(*origins), Version: version, Logger: log, Registry: c.registry(), ContextTokens: *rf.ctx, Pull: c.pullModel})
+		tcp := ln.Addr().(*net.TCPAddr)
+		url := "http://" + net.JoinHostPort(displayHost(tcp.IP), strconv.Itoa(tcp.Port))
+		eng.set(url, nil)
+		go func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				eng.set("", err)
+			}
+		}()
+		fmt.Fprintf(c.stdout, "hearth %s menu: listening on %s (the menu-bar icon has the controls)\n", version, url)
+	}
+
+	exe := executable()
+	var login loginSwitch
+	if li, err := newLoginItem(c.env, exe); err == nil {
+		login = li
+	} else {
+		login = noLogin{err}
+	}
+	m := newMenuModel(ctx, menuDeps{
+		URL:           eng.get,
+		Loaded:        p.Loaded,
+		Models:        c.menuModels(def),
+		Memory:        fit.System,
+		Load:          func(ctx context.Context, name string) error { return loadInto(ctx, p, name) },
+		Pull:          c.pullModel,
+		Describe:      func(name string) (registry.Record, error) { return c.registry().Resolve(name) },
+		Login:         login,
+		Desktop:       systemDesktop{env: c.env},
+		Quit:          quitTray,
+		ContextTokens: *rf.ctx,
+	})
+	if srv != nil {
+		go m.Load("") // the default model, as serve loads it, but with the menu up
+	}
+	var once sync.Once
+	cleanup := func() {
+		once.Do(func() {
+			if srv != nil {
+				sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				srv.Shutdown(sctx)
+			}
+			p.Close()
+		})
+	}
+	err = runTray(ctx, m, cleanup)
+	cleanup()
+	return err
+}
+
+// loadInto loads the named model ("" = the default) into p the way a
+// request for it would, and lets it stay resident.
+func loadInto(ctx context.Context, p *pool.Pool, name string) error {
+	_, release, err := p.Get(ctx, name)
+	if err != nil {
+		return err
+	}
+	release()
+	return nil
+}
+
+// menuModels lists what the Models submenu offers: the models the server
+// can load by name (the Hugging Face cache) and its default model (the
+// built-in one, or the --model directory), named as they are served.
+func (c *cli) menuModels(def pool.Model) func() ([]registry.Record, error) {
+	return func() ([]registry.Record, error) {
+		recs, err := registry.New(c.hub().CacheDir, def.Dir).List()
+		if err != nil {
+			return nil, err
+		}
+		for i := range recs {
+			if recs[i].Revision == "" && sameDir(recs[i].Dir, def.Dir) {
+				recs[i].ID = def.ID
+			}
+		}
+		sort.SliceStable(recs, func(i, j int) bool { return recs[i].Name() < recs[j].Name() })
+		return recs, nil
+	}
+}
+
+func sameDir(a, b string) bool {
+	if a == b {
+		return true
+	}
+	aa, err1 := filepath.Abs(a)
+	bb, err2 := filepath.Abs(b)
+	return err1 == nil && err2 == nil && aa == bb
+}
+
+// noLogin is launch at login where it cannot be had, saying why.
+type noLogin struct{ err error }
+
+func (n noLogin) Enabled() (bool, error) { return false, n.err }
+func (n noLogin) SetEnabled(bool) error  { return n.err }
+
+// menuEngine is the server's address, or why it is not serving.
+type menuEngine struct {
+	mu  sync.Mutex
+	url string
+	err error
+}
+
+func (e *menuEngine) set(url string, err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.url, e.err = url, err
+}
+
+func (e *menuEngine) get() (string, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.url, e.err
+}
