@@ -32,14 +32,10 @@ var errNoTray = errors.New("this hearth was built without the menu-bar tray: bui
 
 func (c *cli) menu(args []string) error {
 	fs := c.flags("menu", "menu [flags]")
-	addr, err := c.addrFlags(fs)
+	f, err := c.engineFlags(fs)
 	if err != nil {
 		return err
 	}
-	model := fs.String("model", c.env.Getenv("HEARTH_MODEL"), "model to load at start and serve when a request names none (env HEARTH_MODEL; default: the built-in model)")
-	origins := fs.String("origins", c.env.Getenv("HEARTH_ORIGINS"), "browser origins allowed besides the server's own (env HEARTH_ORIGINS)")
-	queue := fs.Int("queue", 64, "requests that may wait for the model; more get 429")
-	rf := c.runnerFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -53,23 +49,17 @@ func (c *cli) menu(args []string) error {
 	defer stop()
 	log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 
-	var def pool.Model
-	if *model != "" {
-		def, err = c.resolveModel(*model)
-	} else {
-		def, err = c.defaultModel()
-	}
+	p, def, err := c.newPool(f)
 	if err != nil {
 		return err
 	}
-	p := pool.New(pool.Options{Runner: rf.options(*queue), Default: def, Resolve: c.registryResolve})
 	eng := &menuEngine{}
 	var srv *web.Server
-	if ln, err := net.Listen("tcp", addr.addr()); err != nil {
+	if ln, err := net.Listen("tcp", f.addr.addr()); err != nil {
 		eng.set("", fmt.Errorf("listen: %w", err))
 		fmt.Fprintln(c.stderr, "hearth: menu:", err)
 	} else {
-		srv = web.New(web.Options{Pool: p, Origins: splitList(*origins), Version: version, Logger: log, Registry: c.registry(), ContextTokens: *rf.ctx, Pull: c.pullModel})
+		srv = c.newServer(f, p, log)
 		tcp := ln.Addr().(*net.TCPAddr)
 		url := "http://" + net.JoinHostPort(displayHost(tcp.IP), strconv.Itoa(tcp.Port))
 		eng.set(url, nil)
@@ -99,7 +89,7 @@ func (c *cli) menu(args []string) error {
 		Login:         login,
 		Desktop:       systemDesktop{env: c.env},
 		Quit:          quitTray,
-		ContextTokens: *rf.ctx,
+		ContextTokens: *f.rf.ctx,
 	})
 	if srv != nil {
 		go m.Load("") // the default model, as serve loads it, but with the menu up

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -47,17 +48,58 @@ func (f runnerFlags) options(queue int) engine.RunnerOptions {
 	return opt
 }
 
+// engineFlags are the flags of the commands that run the engine and its
+// server (serve, menu).
+type engineFlags struct {
+	addr    *addrFlags
+	model   *string
+	origins *string
+	queue   *int
+	rf      runnerFlags
+}
+
+func (c *cli) engineFlags(fs *flag.FlagSet) (*engineFlags, error) {
+	addr, err := c.addrFlags(fs)
+	if err != nil {
+		return nil, err
+	}
+	return &engineFlags{
+		addr:    addr,
+		model:   fs.String("model", c.env.Getenv("HEARTH_MODEL"), "model to serve when a request names none: a Hugging Face repo id in the cache, or a checkpoint directory (env HEARTH_MODEL; default: the built-in model)"),
+		origins: fs.String("origins", c.env.Getenv("HEARTH_ORIGINS"), "browser origins allowed besides the server's own, comma-separated; * in a host or port is a wildcard (env HEARTH_ORIGINS)"),
+		queue:   fs.Int("queue", 64, "requests that may wait for the model; more get 429"),
+		rf:      c.runnerFlags(fs),
+	}, nil
+}
+
+// newPool resolves the default model (--model, else the built-in one) and
+// makes the pool that owns the loaded model.
+func (c *cli) newPool(f *engineFlags) (*pool.Pool, pool.Model, error) {
+	var def pool.Model
+	var err error
+	if *f.model != "" {
+		def, err = c.resolveModel(*f.model)
+	} else {
+		def, err = c.defaultModel()
+	}
+	if err != nil {
+		return nil, def, err
+	}
+	return pool.New(pool.Options{Runner: f.rf.options(*f.queue), Default: def, Resolve: c.registryResolve}), def, nil
+}
+
+// newServer makes the HTTP server over p.
+func (c *cli) newServer(f *engineFlags, p *pool.Pool, log *slog.Logger) *web.Server {
+	return web.New(web.Options{Pool: p, Origins: splitList(*f.origins), Version: version, Logger: log, Registry: c.registry(), ContextTokens: *f.rf.ctx, Pull: c.pullModel})
+}
+
 func (c *cli) serve(args []string) error {
 	fs := c.flags("serve", "serve [flags]")
-	addr, err := c.addrFlags(fs)
+	f, err := c.engineFlags(fs)
 	if err != nil {
 		return err
 	}
-	model := fs.String("model", c.env.Getenv("HEARTH_MODEL"), "model to serve when a request names none: a Hugging Face repo id in the cache, or a checkpoint directory (env HEARTH_MODEL; default: the built-in model)")
-	origins := fs.String("origins", c.env.Getenv("HEARTH_ORIGINS"), "browser origins allowed besides the server's own, comma-separated; * in a host or port is a wildcard (env HEARTH_ORIGINS)")
-	queue := fs.Int("queue", 64, "requests that may wait for the model; more get 429")
 	quiet := fs.Bool("quiet", false, "log only errors")
-	rf := c.runnerFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -72,16 +114,10 @@ func (c *cli) serve(args []string) error {
 	}
 	log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: level}))
 
-	var def pool.Model
-	if *model != "" {
-		def, err = c.resolveModel(*model)
-	} else {
-		def, err = c.defaultModel()
-	}
+	p, def, err := c.newPool(f)
 	if err != nil {
 		return err
 	}
-	p := pool.New(pool.Options{Runner: rf.options(*queue), Default: def, Resolve: c.registryResolve})
 	defer p.Close()
 
 	// Load the default model now: a model that cannot load fails here,
@@ -94,11 +130,11 @@ func (c *cli) serve(args []string) error {
 	info := r.Info()
 	release()
 
-	ln, err := net.Listen("tcp", addr.addr())
+	ln, err := net.Listen("tcp", f.addr.addr())
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	srv := web.New(web.Options{Pool: p, Origins: splitList(*origins), Version: version, Logger: log, Registry: c.registry(), ContextTokens: *rf.ctx, Pull: c.pullModel})
+	srv := c.newServer(f, p, log)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 
