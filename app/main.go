@@ -72,6 +72,7 @@ func commands() []command {
 		{"ps", "ps [flags]", "show what the running server has loaded", (*cli).ps},
 		{"pull", "pull MODEL", "download MODEL into the Hugging Face cache", (*cli).pull},
 		{"rm", "rm MODEL", "delete MODEL from the Hugging Face cache", (*cli).rm},
+		{"bench", "bench [flags]", "measure prefill and decode speed on a model or a synthetic one", (*cli).bench},
 		{"version", "version", "print the version", (*cli).version},
 	}
 }
