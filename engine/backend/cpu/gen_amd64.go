@@ -21,6 +21,14 @@ import (
 // quantized matrix–vector kernels prefetch.
 const prefetchAhead = 2048
 
+// prefetch is the instruction that line uses: the weight stream from
+// prefetchAhead bytes ahead.
+func prefetch(reg string) string {
+	return fmt.Sprintf("%s %d(%s)", prefetchInsn, prefetchAhead, reg)
+}
+
+var prefetchInsn = "PREFETCHT0"
+
 // isa is one vector width.
 type isa struct {
 	name  string // "AVX512" or "AVX2"
@@ -74,6 +82,8 @@ func main() {
 		{"expP4", 0x3e2aaaaa}, // 1.6666665459e-1
 		{"expP5", 0x3f000000}, // 5.0000001201e-1
 		{"one", 0x3f800000},
+		{"expHi", 0x42b00000}, // 88
+		{"signbit", 0x80000000},
 		{"bias127", 127},
 	} {
 		for k := 0; k < 16; k++ {
@@ -88,6 +98,16 @@ func main() {
 	}
 	g.p("GLOBL zipLo<>(SB), RODATA|NOPTR, $64")
 	g.p("GLOBL zipHi<>(SB), RODATA|NOPTR, $64")
+	for i := 0; i < 16; i++ {
+		g.p("DATA evens<>+%d(SB)/4, $%d", 4*i, 2*i)
+		g.p("DATA odds<>+%d(SB)/4, $%d", 4*i, 2*i+1)
+	}
+	g.p("GLOBL evens<>(SB), RODATA|NOPTR, $64")
+	g.p("GLOBL odds<>(SB), RODATA|NOPTR, $64")
+	g.p("DATA absmask<>+0(SB)/4, $0x7fffffff")
+	g.p("GLOBL absmask<>(SB), RODATA|NOPTR, $4")
+	g.p("DATA c127<>+0(SB)/4, $0x42fe0000") // 127.0
+	g.p("GLOBL c127<>(SB), RODATA|NOPTR, $4")
 	g.p("DATA ones16<>+0(SB)/4, $0x00010001")
 	g.p("GLOBL ones16<>(SB), RODATA|NOPTR, $4")
 	g.p("DATA nibbles<>+0(SB)/4, $0x0f0f0f0f")
@@ -112,6 +132,7 @@ func main() {
 		g.dot(s)
 		g.axpy(s)
 		g.expSum(s)
+		g.silu(s)
 		for _, bits := range []int{4, 8} {
 			for _, f16 := range []bool{false, true} {
 				g.deq(s, bits, f16)
@@ -134,6 +155,7 @@ func main() {
 			g.quantI8AVX2(gs, f16)
 		}
 	}
+	g.quantizeI8()
 	g.gemm(avx512, 12, 2)
 	g.gemm(avx2, 6, 2)
 	if err := os.WriteFile(*out, g.b.Bytes(), 0o644); err != nil {

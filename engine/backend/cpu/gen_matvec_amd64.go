@@ -43,10 +43,10 @@ MOVQ R10, BX
 XORQ AX, AX`, s.zero, z(0)))
 	g.p("%s_group:", name)
 	g.ins(fmt.Sprintf(`
-PREFETCHT0 %[4]d(SI)
+%[4]s
 %[1]s %[2]s, %[2]s, %[2]s
 %[1]s %[3]s, %[3]s, %[3]s
-MOVQ blocks+64(FP), DX`, s.zero, z(2), z(3), prefetchAhead))
+MOVQ blocks+64(FP), DX`, s.zero, z(2), z(3), prefetch("SI")))
 	g.p("%s_block:", name)
 	vb := s.lanes * 4 // bytes of one float vector
 	switch {
@@ -161,9 +161,7 @@ MOVQ dv+32(FP), R10
 MOVQ xsum+40(FP), R11
 MOVQ chunks+64(FP), DX`)
 	g.p("%s_chunk:", name)
-	if prefetchAhead > 0 {
-		g.ins(fmt.Sprintf("PREFETCHT0 %d(SI)", prefetchAhead))
-	}
+	g.ins(prefetch("SI"))
 	r := func(i int) string { return fmt.Sprintf("%s%d", v, i) }
 	if v == "Z" {
 		g.ins("VPXORD Z2, Z2, Z2\nVMOVDQU64 (SI), Z4")
@@ -265,9 +263,7 @@ MOVQ dv+32(FP), R10
 MOVQ xsum+40(FP), R11
 MOVQ chunks+64(FP), DX`)
 	g.p("%s_chunk:", name)
-	if prefetchAhead > 0 {
-		g.ins(fmt.Sprintf("PREFETCHT0 %d(SI)", prefetchAhead))
-	}
+	g.ins(prefetch("SI"))
 	g.ins(`
 VMOVDQU (SI), Y4
 VPSRLW $4, Y4, Y5

@@ -14,7 +14,7 @@ type kernels struct {
 	name string
 
 	// q4 and q8 compute rows [0, rows) of a quantized matrix–vector
-	// product from a prepared input (see xprep): out[r] = Σ_g s[r,g]·
+	// product from a prepared input (mvTask): out[r] = Σ_g s[r,g]·
 	// Σ_{i∈g} q[r,i]·x[i] + b[r,g]·Σ_{i∈g} x[i]. nil means the generic
 	// loop. They take bf16 or f16 scales; f32 scales use the generic loop.
 	q4 func(a qargs)
@@ -40,6 +40,9 @@ type kernels struct {
 	i8 map[i8key]i8fn
 	// i8half: the set's 4-bit int8 kernels all take 64-element chunks
 	i8half bool
+	// quantI8 quantizes one input row for the int8 kernels (xq8, xq4 in
+	// chunks of c4, dv8, dv4), as mvTask.quantizeInput does; nil: Go.
+	quantI8 func(x []float32, xq8, xq4 []int8, dv8, dv4 []float32, c4 int)
 
 	dot  func(a, b []float32) float32
 	axpy func(alpha float32, x, y []float32) // y += alpha·x
@@ -50,6 +53,8 @@ type kernels struct {
 	// expSum sets x[i] = exp(x[i] - mx) (exp32's algorithm) and returns
 	// the sum of the results.
 	expSum func(x []float32, mx float32) float32
+	// silu sets out[i] = x[i]/(1+exp32(-x[i])); nil: the Go loop.
+	silu func(x, out []float32)
 }
 
 // qargs are the arguments of a quantized matrix–vector kernel. Rows are

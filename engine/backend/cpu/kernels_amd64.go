@@ -52,6 +52,7 @@ var avx512Kernels = &kernels{
 	dot:    func(a, b []float32) float32 { return dotCall(a, b, 16, dotAVX512) },
 	axpy:   func(alpha float32, x, y []float32) { axpyCall(alpha, x, y, 16, axpyAVX512) },
 	expSum: func(x []float32, mx float32) float32 { return expSumCall(x, mx, 16, expSumAVX512) },
+	silu:   func(x, out []float32) { siluCall(x, out, 16, siluAVX512) },
 }
 
 // avx512VNNIKernels is the AVX-512 set plus the int8-activation kernels
@@ -59,6 +60,13 @@ var avx512Kernels = &kernels{
 var avx512VNNIKernels = func() *kernels {
 	k := *avx512Kernels
 	k.name = "avx512vnni"
+	k.quantI8 = func(x []float32, xq8, xq4 []int8, dv8, dv4 []float32, c4 int) {
+		n := len(x)
+		if n%c4 != 0 || c4%32 != 0 || len(xq8) < n || len(xq4) < n || len(dv8) < n/4 || len(dv4) < n/8 {
+			panic("cpu: int8 quantizer arguments do not fit")
+		}
+		quantizeI8AVX512(&x[0], &xq8[0], &xq4[0], &dv8[0], &dv4[0], n/c4, c4/32)
+	}
 	k.i8 = map[i8key]i8fn{
 		{4, 32, false, false}: q4I8G32BF16, {4, 64, false, false}: q4I8G64BF16, {4, 128, false, false}: q4I8G128BF16,
 		{4, 32, true, false}: q4I8G32F16, {4, 64, true, false}: q4I8G64F16, {4, 128, true, false}: q4I8G128F16,
@@ -98,6 +106,7 @@ var avx2Kernels = &kernels{
 	dot:    func(a, b []float32) float32 { return dotCall(a, b, 8, dotAVX2) },
 	axpy:   func(alpha float32, x, y []float32) { axpyCall(alpha, x, y, 8, axpyAVX2) },
 	expSum: func(x []float32, mx float32) float32 { return expSumCall(x, mx, 8, expSumAVX2) },
+	silu:   func(x, out []float32) { siluCall(x, out, 8, siluAVX2) },
 }
 
 type qfn func(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, blocks int)
@@ -236,6 +245,24 @@ func expSumCall(x []float32, mx float32, lanes int, fn func(x *float32, blocks i
 	return s + expSumGo(x[blocks*lanes:], mx)
 }
 
+// siluCall runs the vector SiLU over whole vectors and Go over the tail.
+func siluCall(x, out []float32, lanes int, fn func(x, out *float32, blocks int)) {
+	out = out[:len(x)]
+	blocks := len(x) / lanes
+	if blocks > 0 {
+		fn(&x[0], &out[0], blocks)
+	}
+	for i := blocks * lanes; i < len(x); i++ {
+		out[i] = x[i] / (1 + exp32(-x[i]))
+	}
+}
+
+//go:noescape
+func siluAVX512(x, out *float32, blocks int)
+
+//go:noescape
+func siluAVX2(x, out *float32, blocks int)
+
 //go:noescape
 func expSumAVX512(x *float32, blocks int, mx float32) float32
 
@@ -295,6 +322,9 @@ func q4I8H32F16(w *byte, scales, biases *uint16, xq *int8, dv, xsum, out *float3
 
 //go:noescape
 func q4I8H64F16(w *byte, scales, biases *uint16, xq *int8, dv, xsum, out *float32, rows, chunks int)
+
+//go:noescape
+func quantizeI8AVX512(x *float32, xq8, xq4 *int8, dv8, dv4 *float32, chunks, perChunk int)
 
 //go:noescape
 func q4I8H32BF16AVX2(w *byte, scales, biases *uint16, xq *int8, dv, xsum, out *float32, rows, chunks int)

@@ -208,6 +208,40 @@ DATA one<>+52(SB)/4, $0x3f800000
 DATA one<>+56(SB)/4, $0x3f800000
 DATA one<>+60(SB)/4, $0x3f800000
 GLOBL one<>(SB), RODATA|NOPTR, $64
+DATA expHi<>+0(SB)/4, $0x42b00000
+DATA expHi<>+4(SB)/4, $0x42b00000
+DATA expHi<>+8(SB)/4, $0x42b00000
+DATA expHi<>+12(SB)/4, $0x42b00000
+DATA expHi<>+16(SB)/4, $0x42b00000
+DATA expHi<>+20(SB)/4, $0x42b00000
+DATA expHi<>+24(SB)/4, $0x42b00000
+DATA expHi<>+28(SB)/4, $0x42b00000
+DATA expHi<>+32(SB)/4, $0x42b00000
+DATA expHi<>+36(SB)/4, $0x42b00000
+DATA expHi<>+40(SB)/4, $0x42b00000
+DATA expHi<>+44(SB)/4, $0x42b00000
+DATA expHi<>+48(SB)/4, $0x42b00000
+DATA expHi<>+52(SB)/4, $0x42b00000
+DATA expHi<>+56(SB)/4, $0x42b00000
+DATA expHi<>+60(SB)/4, $0x42b00000
+GLOBL expHi<>(SB), RODATA|NOPTR, $64
+DATA signbit<>+0(SB)/4, $0x80000000
+DATA signbit<>+4(SB)/4, $0x80000000
+DATA signbit<>+8(SB)/4, $0x80000000
+DATA signbit<>+12(SB)/4, $0x80000000
+DATA signbit<>+16(SB)/4, $0x80000000
+DATA signbit<>+20(SB)/4, $0x80000000
+DATA signbit<>+24(SB)/4, $0x80000000
+DATA signbit<>+28(SB)/4, $0x80000000
+DATA signbit<>+32(SB)/4, $0x80000000
+DATA signbit<>+36(SB)/4, $0x80000000
+DATA signbit<>+40(SB)/4, $0x80000000
+DATA signbit<>+44(SB)/4, $0x80000000
+DATA signbit<>+48(SB)/4, $0x80000000
+DATA signbit<>+52(SB)/4, $0x80000000
+DATA signbit<>+56(SB)/4, $0x80000000
+DATA signbit<>+60(SB)/4, $0x80000000
+GLOBL signbit<>(SB), RODATA|NOPTR, $64
 DATA bias127<>+0(SB)/4, $0x0000007f
 DATA bias127<>+4(SB)/4, $0x0000007f
 DATA bias127<>+8(SB)/4, $0x0000007f
@@ -259,6 +293,44 @@ DATA zipLo<>+60(SB)/4, $23
 DATA zipHi<>+60(SB)/4, $31
 GLOBL zipLo<>(SB), RODATA|NOPTR, $64
 GLOBL zipHi<>(SB), RODATA|NOPTR, $64
+DATA evens<>+0(SB)/4, $0
+DATA odds<>+0(SB)/4, $1
+DATA evens<>+4(SB)/4, $2
+DATA odds<>+4(SB)/4, $3
+DATA evens<>+8(SB)/4, $4
+DATA odds<>+8(SB)/4, $5
+DATA evens<>+12(SB)/4, $6
+DATA odds<>+12(SB)/4, $7
+DATA evens<>+16(SB)/4, $8
+DATA odds<>+16(SB)/4, $9
+DATA evens<>+20(SB)/4, $10
+DATA odds<>+20(SB)/4, $11
+DATA evens<>+24(SB)/4, $12
+DATA odds<>+24(SB)/4, $13
+DATA evens<>+28(SB)/4, $14
+DATA odds<>+28(SB)/4, $15
+DATA evens<>+32(SB)/4, $16
+DATA odds<>+32(SB)/4, $17
+DATA evens<>+36(SB)/4, $18
+DATA odds<>+36(SB)/4, $19
+DATA evens<>+40(SB)/4, $20
+DATA odds<>+40(SB)/4, $21
+DATA evens<>+44(SB)/4, $22
+DATA odds<>+44(SB)/4, $23
+DATA evens<>+48(SB)/4, $24
+DATA odds<>+48(SB)/4, $25
+DATA evens<>+52(SB)/4, $26
+DATA odds<>+52(SB)/4, $27
+DATA evens<>+56(SB)/4, $28
+DATA odds<>+56(SB)/4, $29
+DATA evens<>+60(SB)/4, $30
+DATA odds<>+60(SB)/4, $31
+GLOBL evens<>(SB), RODATA|NOPTR, $64
+GLOBL odds<>(SB), RODATA|NOPTR, $64
+DATA absmask<>+0(SB)/4, $0x7fffffff
+GLOBL absmask<>(SB), RODATA|NOPTR, $4
+DATA c127<>+0(SB)/4, $0x42fe0000
+GLOBL c127<>(SB), RODATA|NOPTR, $4
 DATA ones16<>+0(SB)/4, $0x00010001
 GLOBL ones16<>(SB), RODATA|NOPTR, $4
 DATA nibbles<>+0(SB)/4, $0x0f0f0f0f
@@ -821,6 +893,50 @@ expSumAVX512_done:
 	VMOVSHDUP X0, X2
 	VADDSS X2, X0, X0
 	VMOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func siluAVX512(x, out *float32, blocks int)
+TEXT ·siluAVX512(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), SI
+	MOVQ out+8(FP), DI
+	MOVQ blocks+16(FP), DX
+	TESTQ DX, DX
+	JZ siluAVX512_done
+siluAVX512_loop:
+	VMOVUPS (SI), Z7
+	VXORPS signbit<>(SB), Z7, Z8
+	VMINPS expHi<>(SB), Z8, Z8
+	VMAXPS expLo<>(SB), Z8, Z9
+	VMOVUPS half<>(SB), Z10
+	VFMADD231PS log2e<>(SB), Z9, Z10
+	VRNDSCALEPS $1, Z10, Z10
+	VFNMADD231PS expC1<>(SB), Z10, Z9
+	VFNMADD231PS expC2<>(SB), Z10, Z9
+	VMOVUPS expP0<>(SB), Z11
+	VFMADD213PS expP1<>(SB), Z9, Z11
+	VFMADD213PS expP2<>(SB), Z9, Z11
+	VFMADD213PS expP3<>(SB), Z9, Z11
+	VFMADD213PS expP4<>(SB), Z9, Z11
+	VFMADD213PS expP5<>(SB), Z9, Z11
+	VMULPS Z9, Z9, Z12
+	VFMADD213PS Z9, Z12, Z11
+	VADDPS one<>(SB), Z11, Z11
+	VCVTPS2DQ Z10, Z10
+	VPADDD bias127<>(SB), Z10, Z10
+	VPSLLD $23, Z10, Z10
+	VMULPS Z10, Z11, Z11
+	VCMPPS $1, expLo<>(SB), Z8, K1
+	VPXORD Z13, Z13, Z13
+	VMOVAPS Z13, K1, Z11
+	VADDPS one<>(SB), Z11, Z11
+	VDIVPS Z11, Z7, Z7
+	VMOVUPS Z7, (DI)
+	ADDQ $64, SI
+	ADDQ $64, DI
+	DECQ DX
+	JNZ siluAVX512_loop
+siluAVX512_done:
 	VZEROUPPER
 	RET
 
@@ -1552,6 +1668,49 @@ expSumAVX2_done:
 	VMOVSHDUP X0, X2
 	VADDSS X2, X0, X0
 	VMOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func siluAVX2(x, out *float32, blocks int)
+TEXT ·siluAVX2(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), SI
+	MOVQ out+8(FP), DI
+	MOVQ blocks+16(FP), DX
+	TESTQ DX, DX
+	JZ siluAVX2_done
+siluAVX2_loop:
+	VMOVUPS (SI), Y7
+	VXORPS signbit<>(SB), Y7, Y8
+	VMINPS expHi<>(SB), Y8, Y8
+	VMAXPS expLo<>(SB), Y8, Y9
+	VMOVUPS half<>(SB), Y10
+	VFMADD231PS log2e<>(SB), Y9, Y10
+	VROUNDPS $1, Y10, Y10
+	VFNMADD231PS expC1<>(SB), Y10, Y9
+	VFNMADD231PS expC2<>(SB), Y10, Y9
+	VMOVUPS expP0<>(SB), Y11
+	VFMADD213PS expP1<>(SB), Y9, Y11
+	VFMADD213PS expP2<>(SB), Y9, Y11
+	VFMADD213PS expP3<>(SB), Y9, Y11
+	VFMADD213PS expP4<>(SB), Y9, Y11
+	VFMADD213PS expP5<>(SB), Y9, Y11
+	VMULPS Y9, Y9, Y12
+	VFMADD213PS Y9, Y12, Y11
+	VADDPS one<>(SB), Y11, Y11
+	VCVTPS2DQ Y10, Y10
+	VPADDD bias127<>(SB), Y10, Y10
+	VPSLLD $23, Y10, Y10
+	VMULPS Y10, Y11, Y11
+	VCMPPS $1, expLo<>(SB), Y8, Y12
+	VANDNPS Y11, Y12, Y11
+	VADDPS one<>(SB), Y11, Y11
+	VDIVPS Y11, Y7, Y7
+	VMOVUPS Y7, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	DECQ DX
+	JNZ siluAVX2_loop
+siluAVX2_done:
 	VZEROUPPER
 	RET
 
@@ -2963,6 +3122,77 @@ q4I8H64F16AVX2_chunk:
 	ADDQ $4, DI
 	DECQ R13
 	JNZ q4I8H64F16AVX2_row
+	VZEROUPPER
+	RET
+
+// func quantizeI8AVX512(x *float32, xq8, xq4 *int8, dv8, dv4 *float32, chunks, perChunk int)
+TEXT ·quantizeI8AVX512(SB), NOSPLIT, $0-56
+	MOVQ x+0(FP), SI
+	MOVQ xq8+8(FP), DI
+	MOVQ xq4+16(FP), R8
+	MOVQ dv8+24(FP), R9
+	MOVQ dv4+32(FP), R10
+	MOVQ chunks+40(FP), R11
+	MOVQ perChunk+48(FP), R12
+	MOVQ R12, R13
+	SHLQ $4, R13
+	VPBROADCASTD absmask<>(SB), Z31
+	VMOVDQU32 evens<>(SB), Z29
+	VMOVDQU32 odds<>(SB), Z30
+	VMOVSS c127<>(SB), X28
+quantizeI8AVX512_chunk:
+	MOVQ R12, DX
+	MOVQ R8, BX
+quantizeI8AVX512_block:
+	VMOVUPS (SI), Z0
+	VMOVUPS 64(SI), Z1
+	VANDPS Z31, Z0, Z2
+	VANDPS Z31, Z1, Z3
+	VMAXPS Z3, Z2, Z2
+	VEXTRACTF64X4 $1, Z2, Y3
+	VMAXPS Y3, Y2, Y2
+	VEXTRACTF128 $1, Y2, X3
+	VMAXPS X3, X2, X2
+	VMOVHLPS X2, X2, X3
+	VMAXPS X3, X2, X2
+	VMOVSHDUP X2, X3
+	VMAXSS X3, X2, X2
+	VDIVSS X28, X2, X4
+	VBROADCASTSS X4, Y4
+	VMOVUPS Y4, (R9)
+	VMOVUPS X4, (R10)
+	VXORPS X5, X5, X5
+	VUCOMISS X5, X2
+	JEQ quantizeI8AVX512_zero
+	VDIVSS X2, X28, X5
+	quantizeI8AVX512_zero:
+	VBROADCASTSS X5, Z5
+	VMULPS Z5, Z0, Z0
+	VMULPS Z5, Z1, Z1
+	VCVTPS2DQ Z0, Z0
+	VCVTPS2DQ Z1, Z1
+	VPMOVSDB Z0, X6
+	VPMOVSDB Z1, X7
+	VMOVDQU X6, (DI)
+	VMOVDQU X7, 16(DI)
+	VMOVDQA32 Z29, Z8
+	VMOVDQA32 Z30, Z9
+	VPERMI2D Z1, Z0, Z8
+	VPERMI2D Z1, Z0, Z9
+	VPMOVSDB Z8, X6
+	VPMOVSDB Z9, X7
+	VMOVDQU X6, (BX)
+	VMOVDQU X7, (BX)(R13*1)
+	ADDQ $128, SI
+	ADDQ $32, DI
+	ADDQ $16, BX
+	ADDQ $32, R9
+	ADDQ $16, R10
+	DECQ DX
+	JNZ quantizeI8AVX512_block
+	LEAQ (R8)(R13*2), R8
+	DECQ R11
+	JNZ quantizeI8AVX512_chunk
 	VZEROUPPER
 	RET
 

@@ -228,7 +228,7 @@ func refInt8(x []float32, w *tensor.Weight) (out, bound []float64) {
 			inv = 127 / amax
 		}
 		for i := b * 32; i < b*32+32; i++ {
-			xq[i] = float64(d) * max(-127, min(127, math.Round(float64(x[i]*inv))))
+			xq[i] = float64(d) * max(-127, min(127, math.RoundToEven(float64(x[i]*inv))))
 			step[i] = float64(d) / 2
 		}
 	}
@@ -351,6 +351,82 @@ func TestDequantize(t *testing.T) {
 						}
 					}
 				}
+			}
+		}
+	}
+}
+
+// TestQuantizeInput checks the vector int8 quantizer against the Go one.
+func TestQuantizeInput(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, ks := range KernelSets() {
+		k, _ := kernelsNamed(ks)
+		if k.quantI8 == nil {
+			continue
+		}
+		for _, n := range []int{128, 192, 2048} {
+			for _, c4 := range []int{64, 128} {
+				if n%c4 != 0 {
+					continue
+				}
+				x := make([]float32, n)
+				for i := range x {
+					x[i] = float32(rng.NormFloat64() * 3)
+				}
+				for i := 64; i < 96 && i < n; i++ {
+					x[i] = 0 // an all-zero block
+				}
+				quant := func(kern *kernels) ([]int8, []int8, []float32, []float32) {
+					b := &Backend{k: kern}
+					half := kern.i8half
+					kern2 := *kern
+					kern2.i8half = half || c4 == 64
+					b.k = &kern2
+					tk := &mvTask{b: b, m: 1, k: n, x: x}
+					tk.quantizeInput(&scratch{})
+					return tk.xq8, tk.xq4, tk.dv8, tk.dv4
+				}
+				goKern := *k
+				goKern.quantI8 = nil
+				a8, a4, ad8, ad4 := quant(k)
+				b8, b4, bd8, bd4 := quant(&goKern)
+				for i := range a8 {
+					if a8[i] != b8[i] || a4[i] != b4[i] {
+						t.Fatalf("%s n=%d c4=%d: element %d: vector %d/%d, Go %d/%d", ks, n, c4, i, a8[i], a4[i], b8[i], b4[i])
+					}
+				}
+				for i := range ad8 {
+					if ad8[i] != bd8[i] {
+						t.Fatalf("%s: dv8[%d] = %v, Go %v", ks, i, ad8[i], bd8[i])
+					}
+				}
+				for i := range ad4 {
+					if ad4[i] != bd4[i] {
+						t.Fatalf("%s: dv4[%d] = %v, Go %v", ks, i, ad4[i], bd4[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestSiLU(t *testing.T) {
+	x := make([]float32, 77)
+	for i := range x {
+		x[i] = float32(i-38) * 2.7
+	}
+	x[3], x[4] = -1000, 1000
+	for _, ks := range KernelSets() {
+		k, _ := kernelsNamed(ks)
+		if k.silu == nil {
+			continue
+		}
+		out := make([]float32, len(x))
+		k.silu(x, out)
+		for i, v := range x {
+			want := float64(v) / (1 + math.Exp(-float64(v)))
+			if d := math.Abs(float64(out[i]) - want); d > 1e-6*(1+math.Abs(want)) {
+				t.Errorf("%s: silu(%v) = %v, want %v", ks, v, out[i], want)
 			}
 		}
 	}

@@ -219,7 +219,11 @@ func (b *Backend) matvec(x []float32, m, k int, mats []*mat, outs [][]float32) {
 				t.xsum[r*groups+g] = s
 			}
 		}
-		if b.k.perm > 0 {
+		needPerm := false
+		for i, w := range mats {
+			needPerm = needPerm || (w.bits == 4 && t.i8k[i] == nil && t.quantKernel(w) != nil)
+		}
+		if b.k.perm > 0 && needPerm {
 			t.xp = grow(&b.scratch.xp, m*k)
 			permute(x, t.xp, b.k.perm)
 		}
@@ -232,28 +236,53 @@ func (b *Backend) matvec(x []float32, m, k int, mats []*mat, outs [][]float32) {
 	*t = mvTask{}
 }
 
+// roundMagic is 1.5·2²³: adding it to a float32 of magnitude below 2²²
+// leaves the value rounded to an integer (half to even) in the low mantissa
+// bits of roundMagicBits.
+const (
+	roundMagic     = 12582912
+	roundMagicBits = 0x4B400000
+)
+
 // quantizeInput fills xq8, xq4, dv8 and dv4 from the input rows: per block
-// of 32, d = max|x|/127 and q = round(x/d), clamped to ±127.
+// of 32, d = max|x|/127 and q = x·(127/max|x|) rounded half to even.
 func (t *mvTask) quantizeInput(s *scratch) {
 	n := t.m * t.k
 	t.xq8, t.xq4 = growI8(&s.xq8, n), growI8(&s.xq4, n)
 	t.dv8, t.dv4 = grow(&s.dv8, n/4), grow(&s.dv4, n/8)
+	// 4-bit layout: within each chunk (128, or 64 when the row is not a
+	// multiple of 128 or the set's kernels take 64), the even elements,
+	// then the odd ones
+	c4 := 128
+	if t.k%128 != 0 || t.b.k.i8half {
+		c4 = 64
+	}
 	for r := 0; r < t.m; r++ {
 		x := t.x[r*t.k : (r+1)*t.k]
 		q := t.xq8[r*t.k : (r+1)*t.k]
 		dv8, dv4 := t.dv8[r*t.k/4:(r+1)*t.k/4], t.dv4[r*t.k/8:(r+1)*t.k/8]
+		q4 := t.xq4[r*t.k : (r+1)*t.k]
+		if f := t.b.k.quantI8; f != nil {
+			f(x, q, q4, dv8, dv4, c4)
+			continue
+		}
 		for b := 0; b < t.k/32; b++ {
 			blk := x[b*32 : b*32+32]
 			var amax float32
 			for _, v := range blk {
-				amax = max(amax, v, -v)
+				if a := math.Float32frombits(math.Float32bits(v) &^ (1 << 31)); a > amax {
+					amax = a
+				}
 			}
 			d, inv := amax/127, float32(0)
 			if amax > 0 {
 				inv = 127 / amax
 			}
+			qb := q[b*32 : b*32+32]
 			for i, v := range blk {
-				q[b*32+i] = int8(max(-127, min(127, math.Round(float64(v*inv)))))
+				// adding 1.5·2²³ rounds to an integer, half to even, in
+				// the low mantissa bits; |v·inv| ≤ 127 needs no clamp
+				qb[i] = int8(int32(math.Float32bits(v*inv+roundMagic)) - roundMagicBits)
 			}
 			for l := 0; l < 8; l++ { // 64-element chunk c = b/2: lanes 8(b%2)..
 				dv8[(b/2)*16+(b%2)*8+l] = d
@@ -264,13 +293,6 @@ func (t *mvTask) quantizeInput(s *scratch) {
 				dv4[b*4+l] = d
 			}
 		}
-		// 4-bit layout: within each chunk (128, or 64 when the row is not
-		// a multiple of 128), the even elements, then the odd ones
-		c4 := 128
-		if t.k%128 != 0 || t.b.k.i8half {
-			c4 = 64
-		}
-		q4 := t.xq4[r*t.k : (r+1)*t.k]
 		for c := 0; c < t.k; c += c4 {
 			for j := 0; j < c4/2; j++ {
 				q4[c+j] = q[c+2*j]

@@ -206,6 +206,10 @@ func (t *ewTask) run(w, lo, hi int) {
 			t.out[lo+e] = v * t.c
 		}
 	case tensor.OpSiLU:
+		if f := t.b.k.silu; f != nil {
+			f(t.x[lo:hi], t.out[lo:hi])
+			return
+		}
 		for e, v := range t.x[lo:hi] {
 			t.out[lo+e] = v / (1 + exp32(-v))
 		}

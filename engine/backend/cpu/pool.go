@@ -14,49 +14,82 @@ type task interface {
 
 // pool is a persistent set of worker goroutines. The calling goroutine
 // works too, as worker 0, so threads-1 goroutines are started, once, on the
-// first parallel loop; Close stops them. Items are handed out in chunks
+// first parallel loop; close stops them. Items are handed out in chunks
 // through an atomic counter, so a worker that the OS (or another process)
 // slows down takes fewer chunks instead of stalling the loop.
+//
+// A decode step is a few hundred short loops with a little serial work in
+// between, so waking a parked thread for each would cost more than the
+// gaps: after a loop, workers (and the caller, waiting for them) spin for a
+// few tens of microseconds on the loop generation before they park on a
+// channel.
 type pool struct {
 	threads int
 
-	once  sync.Once
-	wake  []chan struct{}
-	done  chan struct{}
-	quit  atomic.Bool
-	alive sync.WaitGroup
+	once   sync.Once
+	wake   []chan struct{} // per worker; a token wakes it when parked
+	parked []atomic.Bool   // per worker: parked, or about to park
+	done   chan struct{}   // a token wakes the caller when it waits
+	wait   atomic.Bool     // the caller is parked, or about to park
+	gen    atomic.Uint64   // loop generation: a new loop is ready
+	quit   atomic.Bool
+	alive  sync.WaitGroup
 
 	// the current loop
 	t       task
 	n       int
 	grain   int
 	next    atomic.Int64
-	pending atomic.Int32
+	pending atomic.Int32 // workers still in the loop
 }
+
+// spinIters is how many times a waiting thread checks before it parks
+// (tens of microseconds).
+const spinIters = 1 << 15
 
 func newPool(threads int) *pool {
 	return &pool{threads: max(1, threads)}
 }
 
 func (p *pool) start() {
-	p.wake = make([]chan struct{}, p.threads-1)
+	p.wake = make([]chan struct{}, p.threads)
+	p.parked = make([]atomic.Bool, p.threads)
 	p.done = make(chan struct{}, 1)
-	for i := range p.wake {
-		p.wake[i] = make(chan struct{}, 1)
+	for w := 1; w < p.threads; w++ {
+		p.wake[w] = make(chan struct{}, 1)
 		p.alive.Add(1)
-		go p.worker(i+1, p.wake[i])
+		go p.worker(w)
 	}
 }
 
-func (p *pool) worker(w int, wake chan struct{}) {
+func (p *pool) worker(w int) {
 	defer p.alive.Done()
-	for range wake {
+	var seen uint64
+	for {
+		for i := 0; p.gen.Load() == seen; i++ {
+			if i < spinIters {
+				continue
+			}
+			// Park. Announce it first and look again, so a loop posted in
+			// between is either seen here or finds the flag and sends a
+			// token (atomics are sequentially consistent).
+			p.parked[w].Store(true)
+			if p.gen.Load() == seen {
+				<-p.wake[w]
+			}
+			p.parked[w].Store(false)
+			i = 0
+		}
+		seen = p.gen.Load()
 		if p.quit.Load() {
 			return
 		}
 		p.chunks(w)
-		if p.pending.Add(-1) == 0 {
-			p.done <- struct{}{}
+		if p.pending.Add(-1) == 0 && p.wait.Load() {
+			select {
+			case p.done <- struct{}{}:
+			default: // a stale token is there; the caller rechecks
+			}
 		}
 	}
 }
@@ -86,17 +119,34 @@ func (p *pool) parallel(n, grain int, t task) {
 	p.once.Do(p.start)
 	p.t, p.n, p.grain = t, n, grain
 	p.next.Store(0)
-	// Wake only as many workers as there are chunks beyond the caller's.
-	helpers := min(p.threads-1, (n+grain-1)/grain-1)
-	p.pending.Store(int32(helpers))
-	for i := 0; i < helpers; i++ {
-		p.wake[i] <- struct{}{}
-	}
+	p.pending.Store(int32(p.threads - 1))
+	p.gen.Add(1) // publishes the fields above
+	p.rouse()
 	p.chunks(0)
-	if helpers > 0 {
-		<-p.done
+	for i := 0; p.pending.Load() != 0; i++ {
+		if i < spinIters {
+			continue
+		}
+		p.wait.Store(true)
+		if p.pending.Load() != 0 {
+			<-p.done
+		}
+		p.wait.Store(false)
+		i = 0
 	}
 	p.t = nil
+}
+
+// rouse sends a token to every parked worker.
+func (p *pool) rouse() {
+	for w := 1; w < p.threads; w++ {
+		if p.parked[w].Load() {
+			select {
+			case p.wake[w] <- struct{}{}:
+			default: // it has a token already
+			}
+		}
+	}
 }
 
 // grainFor picks a chunk size that gives each thread about perThread
@@ -113,8 +163,12 @@ func (p *pool) close() {
 		return
 	}
 	p.quit.Store(true)
-	for _, c := range p.wake {
-		close(c)
+	p.gen.Add(1)
+	for w := 1; w < p.threads; w++ {
+		select {
+		case p.wake[w] <- struct{}{}:
+		default:
+		}
 	}
 	p.alive.Wait()
 	p.wake = nil
