@@ -145,6 +145,12 @@ func Run(ctx context.Context, opt Options, w io.Writer) (*Report, error) {
 // synthesize builds (or finds) the synthetic checkpoint and returns its
 // directory.
 func (o Options) synthesize() (string, error) {
+	if _, err := lookupShape(o.Synthetic); err != nil {
+		return "", fmt.Errorf("bench: %w", err)
+	}
+	if _, err := lookupQuant(o.Quant); err != nil {
+		return "", fmt.Errorf("bench: %w", err)
+	}
 	root := o.CacheDir
 	if root == "" {
 		tmp, err := os.MkdirTemp("", "hearth-bench-")
@@ -161,6 +167,9 @@ func (o Options) synthesize() (string, error) {
 	}
 	start := time.Now()
 	if err := Synthesize(dir, o.Synthetic, o.Quant); err != nil {
+		if o.CacheDir == "" {
+			os.RemoveAll(root)
+		}
 		return "", fmt.Errorf("bench: synthetic %s %s: %w", o.Synthetic, o.Quant, err)
 	}
 	o.logf("synthetic checkpoint ready (%.1fs)", time.Since(start).Seconds())
