@@ -23,13 +23,16 @@ func (c *cli) bench(args []string) error {
 	decode := fs.Int("decode", 128, "decoded tokens timed")
 	repeats := fs.Int("repeats", 3, "runs of each measurement (the report gives medians)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	int8 := fs.Bool("int8", false, "CPU: int8 activations for quantized matmuls (faster decode, not exact; docs/design/cpu.md)")
+	cacheDir := fs.String("cache", "", "directory that keeps synthetic checkpoints between runs (default: a temporary one, removed)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	opt := bench.Options{
 		Synthetic: *synthetic, Quant: *quant, Decode: *decode, Repeats: *repeats, JSON: *asJSON,
-		Engine: engine.Options{Backend: *backend, Threads: *threads},
-		Log:    c.stderr,
+		Engine:   engine.Options{Backend: *backend, Threads: *threads, Int8Activations: *int8},
+		CacheDir: *cacheDir,
+		Log:      c.stderr,
 	}
 	for _, p := range strings.Split(*prompts, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(p))

@@ -21,6 +21,9 @@ import (
 type Options struct {
 	Backend string // "auto" (default: a real GPU when there is one), "gpu" or "cpu"
 	Threads int    // CPU worker threads; 0 = all cores
+	// Int8Activations makes the CPU backend multiply quantized weights by
+	// int8-quantized activations: faster decode, not exact (docs/design/cpu.md).
+	Int8Activations bool
 	// ChunkTokens is the most tokens one forward pass takes; longer
 	// prompts are prefilled in chunks. 0 means 512.
 	ChunkTokens int
@@ -93,11 +96,11 @@ func newBackend(opt Options) (tensor.Backend, string, error) {
 		if b, device, err := newGPU(true); err == nil && b != nil {
 			return b, device, nil
 		}
-		return cpu.New(cpu.Options{Threads: opt.Threads}), "", nil
+		return cpu.New(cpu.Options{Threads: opt.Threads, Int8Activations: opt.Int8Activations}), "", nil
 	case "gpu":
 		return newGPU(false)
 	case "cpu":
-		return cpu.New(cpu.Options{Threads: opt.Threads}), "", nil
+		return cpu.New(cpu.Options{Threads: opt.Threads, Int8Activations: opt.Int8Activations}), "", nil
 	}
 	return nil, "", fmt.Errorf("unknown backend %q (auto, gpu or cpu)", opt.Backend)
 }
