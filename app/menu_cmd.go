@@ -14,8 +14,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"sort"
 	"strconv"
 	"sync"
 	"syscall"
@@ -126,27 +124,10 @@ func loadInto(ctx context.Context, p *pool.Pool, name string) error {
 // built-in one, or the --model directory), named as they are served.
 func (c *cli) menuModels(def pool.Model) func() ([]registry.Record, error) {
 	return func() ([]registry.Record, error) {
-		recs, err := registry.New(c.hub().CacheDir, def.Dir).List()
-		if err != nil {
-			return nil, err
-		}
-		for i := range recs {
-			if recs[i].Revision == "" && sameDir(recs[i].Dir, def.Dir) {
-				recs[i].ID = def.ID
-			}
-		}
-		sort.SliceStable(recs, func(i, j int) bool { return recs[i].Name() < recs[j].Name() })
-		return recs, nil
+		// The registry already names the built-in model; a --model
+		// directory is named the same way, as it is served.
+		return registry.New(c.hub().CacheDir).WithBuiltin(registry.Builtin{ID: def.ID, Dir: def.Dir}).List()
 	}
-}
-
-func sameDir(a, b string) bool {
-	if a == b {
-		return true
-	}
-	aa, err1 := filepath.Abs(a)
-	bb, err2 := filepath.Abs(b)
-	return err1 == nil && err2 == nil && aa == bb
 }
 
 // noLogin is launch at login where it cannot be had, saying why.
