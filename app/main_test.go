@@ -177,7 +177,7 @@ func TestServeAndPS(t *testing.T) {
 	c, _, errs := newCLI(t, "", mapEnv{"HEARTH_PORT": "0"})
 	c.ctx, c.stdout = ctx, pw
 	done := make(chan error, 1)
-	go func() { done <- c.run([]string{"--threads", "1", "--quiet"}); pw.Close() }()
+	go func() { done <- c.run([]string{"--threads", "1", "--quiet", "--keep-alive", "1h"}); pw.Close() }()
 
 	// The banner names the port.
 	sc := bufio.NewScanner(pr)
@@ -211,7 +211,9 @@ func TestServeAndPS(t *testing.T) {
 	if err := ps.run([]string{"ps", "--port", port}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "hearth/starter") || !strings.Contains(out.String(), "memory: server") {
+	// The idle model unloads an hour after the request (--keep-alive).
+	if !strings.Contains(out.String(), "hearth/starter") || !strings.Contains(out.String(), "memory: server") ||
+		!regexp.MustCompile(`\bin (1h0m0s|59m\d+s)\n`).MatchString(out.String()) {
 		t.Errorf("ps:\n%s", out.String())
 	}
 

@@ -53,7 +53,7 @@ func (c *cli) registryResolve(name string) (pool.Model, error) {
 
 // admit turns a record into a loadable model after the memory check.
 func admit(rec registry.Record, ctxTokens int) (pool.Model, error) {
-	m := pool.Model{ID: rec.Name(), Dir: rec.Dir}
+	m := pool.Model{ID: rec.Name(), Dir: rec.Dir, Shape: rec.Shape}
 	if rec.Revision == "" && !rec.Builtin {
 		m.ID = filepath.Base(rec.Dir)
 	}

@@ -23,6 +23,8 @@ type psReply struct {
 		Quantization  string    `json:"quantization"`
 		Active        int       `json:"active_requests"`
 		LoadedAt      time.Time `json:"loaded_at"`
+		ExpiresAt     time.Time `json:"expires_at"` // zero: kept until evicted
+		SizeBytes     int64     `json:"size"`
 	} `json:"models"`
 	Memory struct {
 		ProcessRSSBytes      uint64 `json:"process_rss_bytes"`
@@ -65,14 +67,15 @@ func (c *cli) ps(args []string) error {
 		return fmt.Errorf("ps: %s: %w", url, err)
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tFAMILY\tBACKEND\tCONTEXT\tWEIGHTS\tQUANT\tACTIVE\tLOADED")
+	fmt.Fprintln(tw, "NAME\tFAMILY\tBACKEND\tCONTEXT\tWEIGHTS\tMEMORY\tQUANT\tACTIVE\tLOADED\tUNTIL")
+	now := time.Now()
 	for _, m := range ps.Models {
 		q := m.Quantization
 		if q == "" {
 			q = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%d\t%s ago\n", m.ID, m.Family, m.Backend, m.ContextTokens,
-			fit.FormatBytes(m.WeightBytes), q, m.Active, time.Since(m.LoadedAt).Round(time.Second))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%s ago\t%s\n", m.ID, m.Family, m.Backend, m.ContextTokens,
+			fit.FormatBytes(m.WeightBytes), fit.FormatBytes(m.SizeBytes), q, m.Active, now.Sub(m.LoadedAt).Round(time.Second), until(now, m.ExpiresAt, m.Active))
 	}
 	tw.Flush()
 	if len(ps.Models) == 0 {
@@ -81,4 +84,17 @@ func (c *cli) ps(args []string) error {
 	fmt.Fprintf(c.stdout, "memory: server %s resident; system %s available of %s\n",
 		fit.FormatBytes(int64(ps.Memory.ProcessRSSBytes)), fit.FormatBytes(int64(ps.Memory.SystemAvailableBytes)), fit.FormatBytes(int64(ps.Memory.SystemTotalBytes)))
 	return nil
+}
+
+// until says when a model unloads if no request comes, as Ollama's ps does.
+func until(now, expires time.Time, active int) string {
+	switch {
+	case expires.IsZero():
+		return "forever"
+	case active > 0:
+		return "in use"
+	case !expires.After(now):
+		return "unloading"
+	}
+	return "in " + expires.Sub(now).Round(time.Second).String()
 }

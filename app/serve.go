@@ -15,6 +15,7 @@ import (
 
 	"hearth/assets"
 	"hearth/engine"
+	"hearth/engine/fit"
 	"hearth/engine/pool"
 	"hearth/web"
 )
@@ -51,11 +52,13 @@ func (f runnerFlags) options(queue int) engine.RunnerOptions {
 // engineFlags are the flags of the commands that run the engine and its
 // server (serve, menu).
 type engineFlags struct {
-	addr    *addrFlags
-	model   *string
-	origins *string
-	queue   *int
-	rf      runnerFlags
+	addr      *addrFlags
+	model     *string
+	origins   *string
+	queue     *int
+	maxModels *int
+	keepAlive *string
+	rf        runnerFlags
 }
 
 func (c *cli) engineFlags(fs *flag.FlagSet) (*engineFlags, error) {
@@ -63,20 +66,38 @@ func (c *cli) engineFlags(fs *flag.FlagSet) (*engineFlags, error) {
 	if err != nil {
 		return nil, err
 	}
+	maxModels := pool.DefaultMaxModels
+	if v := c.env.Getenv("HEARTH_MAX_MODELS"); v != "" {
+		if maxModels, err = strconv.Atoi(v); err != nil || maxModels < 1 {
+			return nil, fmt.Errorf("HEARTH_MAX_MODELS=%q is not a positive number of models", v)
+		}
+	}
+	keepAlive := c.env.Getenv("HEARTH_KEEP_ALIVE")
+	if keepAlive == "" {
+		keepAlive = pool.DefaultKeepAlive.String()
+	}
 	return &engineFlags{
-		addr:    addr,
-		model:   fs.String("model", c.env.Getenv("HEARTH_MODEL"), "model to serve when a request names none: a Hugging Face repo id in the cache, or a checkpoint directory (env HEARTH_MODEL; default: the built-in model)"),
-		origins: fs.String("origins", c.env.Getenv("HEARTH_ORIGINS"), "browser origins allowed besides the server's own, comma-separated; * in a host or port is a wildcard (env HEARTH_ORIGINS)"),
-		queue:   fs.Int("queue", 64, "requests that may wait for the model; more get 429"),
-		rf:      c.runnerFlags(fs),
+		addr:      addr,
+		model:     fs.String("model", c.env.Getenv("HEARTH_MODEL"), "model to serve when a request names none: a Hugging Face repo id in the cache, or a checkpoint directory (env HEARTH_MODEL; default: the built-in model)"),
+		origins:   fs.String("origins", c.env.Getenv("HEARTH_ORIGINS"), "browser origins allowed besides the server's own, comma-separated; * in a host or port is a wildcard (env HEARTH_ORIGINS)"),
+		queue:     fs.Int("queue", 64, "requests that may wait for the model; more get 429"),
+		maxModels: fs.Int("max-models", maxModels, "models kept loaded at once, memory permitting; loading one more unloads the least recently used idle one (env HEARTH_MAX_MODELS)"),
+		keepAlive: fs.String("keep-alive", keepAlive, "how long a model stays loaded after its last request: a duration (5m, 1h), seconds, 0 to unload at once, or negative to keep it (env HEARTH_KEEP_ALIVE); a request's keep_alive overrides it"),
+		rf:        c.runnerFlags(fs),
 	}, nil
 }
 
 // newPool resolves the default model (--model, else the built-in one) and
-// makes the pool that owns the loaded model.
+// makes the pool that owns the loaded models.
 func (c *cli) newPool(f *engineFlags) (*pool.Pool, pool.Model, error) {
+	if *f.maxModels < 1 {
+		return nil, pool.Model{}, fmt.Errorf("--max-models %d: at least one model must fit", *f.maxModels)
+	}
+	keep, err := pool.ParseKeepAlive(*f.keepAlive)
+	if err != nil {
+		return nil, pool.Model{}, fmt.Errorf("--keep-alive: %w", err)
+	}
 	var def pool.Model
-	var err error
 	if *f.model != "" {
 		def, err = c.resolveModel(*f.model)
 	} else {
@@ -85,7 +106,16 @@ func (c *cli) newPool(f *engineFlags) (*pool.Pool, pool.Model, error) {
 	if err != nil {
 		return nil, def, err
 	}
-	return pool.New(pool.Options{Runner: f.rf.options(*f.queue), Default: def, Resolve: c.registryResolve}), def, nil
+	if def.Shape.WeightBytes == 0 {
+		// The built-in model: its shape, for the pool's memory estimate.
+		if rec, err := c.registry().Resolve(def.ID); err == nil {
+			def.Shape = rec.Shape
+		}
+	}
+	return pool.New(pool.Options{
+		Runner: f.rf.options(*f.queue), Default: def, Resolve: c.registryResolve,
+		MaxModels: *f.maxModels, KeepAlive: &keep, Memory: fit.System,
+	}), def, nil
 }
 
 // newServer makes the HTTP server over p.

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"encoding/json"
 	"net/http"
 	"os"
 	"time"
@@ -57,9 +58,42 @@ func (s *Server) ps(c echo.Context) error {
 
 // tokenizeRequest is POST /api/tokenize.
 type tokenizeRequest struct {
-	Model            string `json:"model"`
-	Text             string `json:"text"`
-	AddSpecialTokens *bool  `json:"add_special_tokens"` // default true, as in transformers
+	Model            string          `json:"model"`
+	Text             string          `json:"text"`
+	AddSpecialTokens *bool           `json:"add_special_tokens"` // default true, as in transformers
+	KeepAlive        json.RawMessage `json:"keep_alive"`
+}
+
+// keepAliveOf reads a request's keep_alive as Ollama does: a duration
+// string ("5m") or a number of seconds; 0 unloads the model after the
+// request, negative keeps it loaded. Absent or null means the server's
+// default (nil).
+func keepAliveOf(raw json.RawMessage) (*time.Duration, error) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	var (
+		d   time.Duration
+		err error
+		f   float64
+		str string
+	)
+	switch {
+	case json.Unmarshal(raw, &f) == nil:
+		d, err = pool.KeepAliveSeconds(f)
+	case json.Unmarshal(raw, &str) == nil:
+		d, err = pool.ParseKeepAlive(str)
+	default:
+		got := map[byte]string{'{': "an object", '[': "an array", 't': "a boolean", 'f': "a boolean"}[raw[0]]
+		if got == "" {
+			got = "a number out of range"
+		}
+		return nil, badRequest("keep_alive", "keep_alive: expected a duration string such as \"5m\" or a number of seconds, got %s", got)
+	}
+	if err != nil {
+		return nil, badRequest("keep_alive", "%v", err)
+	}
+	return &d, nil
 }
 
 // tokenize serves POST /api/tokenize: the ids the model's tokenizer makes
@@ -74,7 +108,11 @@ func (s *Server) tokenize(c echo.Context) error {
 	if err := decodeJSON(body, &in); err != nil {
 		return err
 	}
-	r, release, err := s.pool.Get(c.Request().Context(), in.Model)
+	keep, err := keepAliveOf(in.KeepAlive)
+	if err != nil {
+		return err
+	}
+	r, release, err := s.pool.Acquire(c.Request().Context(), in.Model, keep)
 	if err != nil {
 		return err
 	}
@@ -89,9 +127,10 @@ func (s *Server) tokenize(c echo.Context) error {
 
 // detokenizeRequest is POST /api/detokenize.
 type detokenizeRequest struct {
-	Model             string  `json:"model"`
-	Tokens            []int64 `json:"tokens"`
-	SkipSpecialTokens bool    `json:"skip_special_tokens"`
+	Model             string          `json:"model"`
+	Tokens            []int64         `json:"tokens"`
+	SkipSpecialTokens bool            `json:"skip_special_tokens"`
+	KeepAlive         json.RawMessage `json:"keep_alive"`
 }
 
 // detokenize serves POST /api/detokenize.
@@ -104,7 +143,11 @@ func (s *Server) detokenize(c echo.Context) error {
 	if err := decodeJSON(body, &in); err != nil {
 		return err
 	}
-	r, release, err := s.pool.Get(c.Request().Context(), in.Model)
+	keep, err := keepAliveOf(in.KeepAlive)
+	if err != nil {
+		return err
+	}
+	r, release, err := s.pool.Acquire(c.Request().Context(), in.Model, keep)
 	if err != nil {
 		return err
 	}

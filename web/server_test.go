@@ -38,7 +38,8 @@ type serverConfig struct {
 	runner   engine.RunnerOptions
 	wrap     func(http.Handler) http.Handler
 	listenOn string
-	model    pool.Model // the default model; chat-tiny when empty
+	model    pool.Model   // the default model; chat-tiny when empty
+	pool     pool.Options // more pool options (Runner and Default are set)
 }
 
 // chatTiny is the test model with a tokenizer and a ChatML template.
@@ -56,7 +57,8 @@ func startServer(t *testing.T, configure ...func(*serverConfig)) *testServer {
 	if cfg.model.Dir == "" {
 		cfg.model = chatTiny()
 	}
-	p := pool.New(pool.Options{Runner: cfg.runner, Default: cfg.model})
+	cfg.pool.Runner, cfg.pool.Default = cfg.runner, cfg.model
+	p := pool.New(cfg.pool)
 	logs := &logBuffer{}
 	cfg.opt.Pool = p
 	cfg.opt.Version = "test"

@@ -1,24 +1,41 @@
-// Package pool owns the loaded model: it loads a model on demand when a
-// request names it, keeps one model resident at a time, and unloads the old
-// one only after its requests have finished. It is safe for concurrent use.
+// Package pool owns the loaded models. It loads a model on demand when a
+// request names it and keeps several resident while they fit in memory
+// together (and stay under a count cap, like Ollama's
+// OLLAMA_MAX_LOADED_MODELS). To make room it unloads the least recently
+// used idle model first, and waits for a busy one to finish its requests
+// only when unloading idle ones is not enough: a model is never unloaded
+// under a request. An idle model unloads when its keep-alive runs out. It
+// is safe for concurrent use.
 package pool
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
 	"hearth/engine"
+	"hearth/engine/fit"
 	"hearth/engine/registry"
+)
+
+// Defaults of Options, as in Ollama.
+const (
+	DefaultMaxModels = 3
+	DefaultKeepAlive = 5 * time.Minute
 )
 
 // Model names a loadable checkpoint: the id clients use and its directory.
 type Model struct {
 	ID  string
 	Dir string
+	// Shape is what fit needs to estimate the model's memory before it
+	// loads (registry.Record.Shape). The zero Shape means unknown: the
+	// model is then counted by its weight bytes once loaded.
+	Shape fit.Shape
 }
 
 // Options configure a Pool.
@@ -35,30 +52,57 @@ type Options struct {
 	Resolve func(name string) (Model, error)
 	// Open loads a checkpoint; nil means engine.Open.
 	Open func(dir string, opt engine.RunnerOptions) (*engine.Runner, error)
+	// MaxModels caps the resident models; 0 means DefaultMaxModels.
+	MaxModels int
+	// KeepAlive is how long a model stays loaded after its last request
+	// when the request does not say (see Acquire): nil means
+	// DefaultKeepAlive, 0 unloads it as soon as its requests end, and a
+	// negative duration keeps it until it is evicted or the pool closes.
+	KeepAlive *time.Duration
+	// Memory reads the memory the models share (fit.System). The pool
+	// admits a load when the estimates of the resident models and the new
+	// one together are within Memory().Budget(). Nil (or an error) means
+	// memory is not checked: only MaxModels bounds the pool.
+	Memory func() (fit.Memory, error)
 }
 
 // ErrNoModel is returned when a request names no model and no default is
 // configured.
 var ErrNoModel = errors.New("no model named and no default model configured")
 
-// Pool holds at most one loaded model.
+// Pool holds the loaded models.
 type Pool struct {
 	opt Options
 
-	mu  sync.Mutex
-	cur *slot // the resident (or loading) model; nil when none
+	mu    sync.Mutex
+	slots []*slot       // resident, loading or unloading models
+	freed chan struct{} // closed (and replaced) when a slot leaves slots
+	// unloads counts unloads under way, so Close can wait for the ones a
+	// timer or a release started.
+	unloads int
+	// uses counts acquires and releases: a logical clock for least
+	// recently used, immune to equal timestamps.
+	uses uint64
 }
 
-// slot is one model, loading or loaded, with the requests using it.
+// slot is one model, loading, loaded or unloading, with the requests using
+// it. Fields after ready are guarded by Pool.mu.
 type slot struct {
-	model    Model
-	ready    chan struct{} // closed when the load finished (r or err set)
-	r        *engine.Runner
-	err      error
-	refs     int           // requests holding the runner (queued or running)
-	retiring bool          // no new requests; unload when refs reaches 0
-	drained  chan struct{} // closed when retiring and refs reached 0
-	loadedAt time.Time
+	model Model
+	ready chan struct{} // closed when the load finished (r or err set)
+	r     *engine.Runner
+	err   error
+
+	refs      int  // requests holding the runner (queued or running)
+	retiring  bool // no new requests; unload when refs reaches 0
+	unloading bool // an unload has started; nobody else closes r
+	bytes     int64
+	loadedAt  time.Time
+	lastUse   uint64        // Pool.uses at its last acquire or release
+	keepAlive time.Duration // of the latest request; negative = forever
+	expiresAt time.Time     // zero when kept forever
+	timer     *time.Timer   // the keep-alive countdown while idle
+	timerGen  int           // tells a stale timer callback from the live one
 }
 
 // New makes an empty pool. Nothing loads until Get.
@@ -66,7 +110,10 @@ func New(opt Options) *Pool {
 	if opt.Open == nil {
 		opt.Open = engine.Open
 	}
-	return &Pool{opt: opt}
+	if opt.MaxModels <= 0 {
+		opt.MaxModels = DefaultMaxModels
+	}
+	return &Pool{opt: opt, freed: make(chan struct{})}
 }
 
 // Default is the model served when a request names none.
@@ -82,9 +129,11 @@ func (p *Pool) resolve(name string) (Model, error) {
 		return d, nil
 	}
 	p.mu.Lock()
-	if c := p.cur; c != nil && c.model.ID == name {
-		p.mu.Unlock()
-		return c.model, nil
+	for _, s := range p.slots {
+		if s.model.ID == name && !s.retiring {
+			p.mu.Unlock()
+			return s.model, nil
+		}
 	}
 	p.mu.Unlock()
 	if p.opt.Resolve == nil {
@@ -93,84 +142,308 @@ func (p *Pool) resolve(name string) (Model, error) {
 	return p.opt.Resolve(name)
 }
 
-// Get returns the runner for the named model ("" = the default), loading it
-// if needed, and a release func the caller must call when its request is
-// done. Loading another model waits until the resident model's requests
-// have finished, then unloads it. ctx bounds the wait, not the load: a load
-// other requests also wait for runs to completion.
+// Get is Acquire with the pool's default keep-alive.
 func (p *Pool) Get(ctx context.Context, name string) (*engine.Runner, func(), error) {
+	return p.Acquire(ctx, name, nil)
+}
+
+// Acquire returns the runner for the named model ("" = the default),
+// loading it if needed, and a release func the caller must call when its
+// request is done. keepAlive is the request's keep_alive: how long the
+// model stays loaded once its requests are done (nil = the pool's
+// default; 0 = unload it then; negative = until evicted or closed).
+//
+// A load that does not fit beside the resident models first unloads the
+// least recently used idle ones; when that is not enough it waits for a
+// busy model's requests to finish, then unloads it. ctx bounds that wait,
+// not the load: a load other requests also wait for runs to completion.
+func (p *Pool) Acquire(ctx context.Context, name string, keepAlive *time.Duration) (*engine.Runner, func(), error) {
 	m, err := p.resolve(name)
 	if err != nil {
 		return nil, nil, err
 	}
+	keep := p.keepAlive(keepAlive)
+	var (
+		mem            fit.Memory
+		memRead, memOK bool
+	)
 	for {
 		p.mu.Lock()
-		c := p.cur
-		switch {
-		case c == nil:
-			s := &slot{model: m, ready: make(chan struct{}), refs: 1}
-			p.cur = s
+		s := p.find(m)
+		if s == nil && !memRead {
+			// Memory matters only for a load: read it once, unlocked.
 			p.mu.Unlock()
-			p.load(s)
+			mem, memOK = p.memory()
+			memRead = true
+			if memOK {
+				// A model that cannot fit even alone is refused before
+				// anything is evicted for it.
+				if _, err := fit.Admit(m.ID, m.Shape, p.fitOptions(m, 0), mem); err != nil {
+					return nil, nil, err
+				}
+			}
+			continue
+		}
+		if s != nil {
+			p.acquire(s, keep)
+			p.mu.Unlock()
+			select {
+			case <-s.ready:
+			case <-ctx.Done():
+				p.release(s)
+				return nil, nil, ctx.Err()
+			}
 			if s.err != nil {
+				p.release(s)
 				return nil, nil, s.err
 			}
 			return s.r, p.releaser(s), nil
-		case c.model.Dir == m.Dir && c.model.ID == m.ID && !c.retiring:
-			c.refs++
-			p.mu.Unlock()
-			select {
-			case <-c.ready:
-			case <-ctx.Done():
-				p.release(c)
-				return nil, nil, ctx.Err()
-			}
-			if c.err != nil {
-				p.release(c)
-				return nil, nil, c.err
-			}
-			return c.r, p.releaser(c), nil
-		default:
-			// Another model is resident: stop new requests for it and wait
-			// until the ones it has finish.
-			c.retiring = true
-			if c.refs == 0 {
-				p.cur = nil
-				p.mu.Unlock()
-				<-c.ready
-				if c.r != nil {
-					c.r.Close()
-				}
-				continue
-			}
-			if c.drained == nil {
-				c.drained = make(chan struct{})
-			}
-			drained := c.drained
-			p.mu.Unlock()
-			select {
-			case <-drained:
-			case <-ctx.Done():
-				return nil, nil, ctx.Err()
-			}
 		}
+		victim, wait := p.makeRoom(m, mem, memOK)
+		switch {
+		case victim != nil:
+			p.mu.Unlock()
+			p.finishUnload(victim)
+			continue
+		case wait != nil:
+			p.mu.Unlock()
+			select {
+			case <-wait:
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			}
+			continue
+		}
+		s = &slot{model: m, ready: make(chan struct{}), bytes: p.need(m)}
+		p.acquire(s, keep)
+		p.slots = append(p.slots, s)
+		p.mu.Unlock()
+		p.load(s)
+		if s.err != nil {
+			return nil, nil, s.err
+		}
+		return s.r, p.releaser(s), nil
 	}
 }
 
+// keepAlive is the keep-alive a request gets.
+func (p *Pool) keepAlive(req *time.Duration) time.Duration {
+	switch {
+	case req != nil:
+		return *req
+	case p.opt.KeepAlive != nil:
+		return *p.opt.KeepAlive
+	}
+	return DefaultKeepAlive
+}
+
+func (p *Pool) memory() (fit.Memory, bool) {
+	if p.opt.Memory == nil {
+		return fit.Memory{}, false
+	}
+	m, err := p.opt.Memory()
+	return m, err == nil
+}
+
+// contextTokens is the context engine.Open gives m (see RunnerOptions).
+func (p *Pool) contextTokens(m Model) int {
+	ctx := p.opt.Runner.ContextTokens
+	if ctx <= 0 {
+		ctx = 8192
+	}
+	if n := m.Shape.MaxContextTokens; n > 0 {
+		ctx = min(ctx, n)
+	}
+	return ctx
+}
+
+// fitOptions estimates m at its context, with the bytes of the resident
+// models added to the process's overhead: they share one process.
+func (p *Pool) fitOptions(m Model, residentBytes int64) fit.Options {
+	return fit.Options{ContextTokens: p.contextTokens(m), OverheadBytes: fit.DefaultOverheadBytes + residentBytes}
+}
+
+// need estimates the memory m holds once loaded, without the process
+// overhead the models share; 0 when its shape is unknown.
+func (p *Pool) need(m Model) int64 {
+	if m.Shape.WeightBytes == 0 && len(m.Shape.Layers) == 0 {
+		return 0
+	}
+	b := fit.Estimate(m.Shape, p.fitOptions(m, 0))
+	return b.Total() - b.OverheadBytes
+}
+
+// find returns the slot serving m, if one takes new requests. Callers hold
+// p.mu.
+func (p *Pool) find(m Model) *slot {
+	for _, s := range p.slots {
+		if s.model.ID == m.ID && s.model.Dir == m.Dir && !s.retiring {
+			return s
+		}
+	}
+	return nil
+}
+
+// acquire adds a request to s and restarts its keep-alive. Callers hold
+// p.mu.
+func (p *Pool) acquire(s *slot, keep time.Duration) {
+	s.refs++
+	s.stopTimer()
+	s.keepAlive = keep
+	p.uses++
+	s.lastUse = p.uses
+	s.expiresAt = expiry(time.Now(), keep)
+}
+
+func expiry(from time.Time, keep time.Duration) time.Time {
+	if keep < 0 {
+		return time.Time{}
+	}
+	return from.Add(keep)
+}
+
+// makeRoom decides what loading m needs first. It returns an idle slot to
+// unload now (already marked), or a channel to wait on until a busy model
+// drains, or neither when m can load now. Callers hold p.mu.
+func (p *Pool) makeRoom(m Model, mem fit.Memory, memOK bool) (victim *slot, wait <-chan struct{}) {
+	for _, s := range p.slots {
+		// The name now means another checkpoint (a new snapshot of the
+		// repo): the old one takes no more requests.
+		if s.model.ID == m.ID && !s.retiring {
+			if p.retire(s) {
+				return s, nil
+			}
+		}
+	}
+	if p.fits(m, mem, memOK) {
+		return nil, nil
+	}
+	var idle, busy *slot
+	closing, draining := false, false
+	for _, s := range p.slots {
+		switch {
+		case s.unloading:
+			closing = true
+		case s.retiring:
+			draining = true
+		case s.refs == 0:
+			if idle == nil || s.lastUse < idle.lastUse {
+				idle = s
+			}
+		default:
+			if busy == nil || s.lastUse < busy.lastUse {
+				busy = s
+			}
+		}
+	}
+	switch {
+	case closing:
+		// Memory is on its way back: see whether that is enough.
+		return nil, p.freed
+	case idle != nil:
+		p.retire(idle)
+		return idle, nil
+	case draining:
+		return nil, p.freed
+	case busy != nil:
+		// No idle model left: stop sending requests to the least recently
+		// used busy one, and unload it when they finish.
+		p.retire(busy)
+		return nil, p.freed
+	}
+	// The pool is empty: the model was admitted alone, so load it.
+	return nil, nil
+}
+
+// fits reports whether m can load beside every slot in the pool. Slots
+// still draining or unloading count: their memory is not free yet.
+func (p *Pool) fits(m Model, mem fit.Memory, memOK bool) bool {
+	if len(p.slots) >= p.opt.MaxModels {
+		return false
+	}
+	if !memOK {
+		return true
+	}
+	var resident int64
+	for _, s := range p.slots {
+		resident += s.bytes
+	}
+	_, err := fit.Admit(m.ID, m.Shape, p.fitOptions(m, resident), mem)
+	return err == nil
+}
+
+// retire stops new requests for s. It returns true when s is idle and
+// marked for unloading: the caller must then call finishUnload. A busy
+// slot unloads when its last request releases it. Callers hold p.mu.
+func (p *Pool) retire(s *slot) bool {
+	s.retiring = true
+	if s.refs > 0 {
+		return false
+	}
+	return p.startUnload(s)
+}
+
+// startUnload marks s as being unloaded by the caller; false when another
+// goroutine already is. Callers hold p.mu.
+func (p *Pool) startUnload(s *slot) bool {
+	if s.unloading {
+		return false
+	}
+	s.retiring, s.unloading = true, true
+	s.stopTimer()
+	p.unloads++
+	return true
+}
+
+// finishUnload closes s's runner and removes it from the pool, waking
+// loads that wait for room. It follows a startUnload that returned true.
+func (p *Pool) finishUnload(s *slot) error {
+	<-s.ready
+	var err error
+	if s.r != nil {
+		err = s.r.Close()
+	}
+	p.mu.Lock()
+	p.unloads--
+	p.remove(s)
+	p.mu.Unlock()
+	return err
+}
+
+// remove takes s out of the pool and wakes the loads waiting for room
+// (and Close). Callers hold p.mu.
+func (p *Pool) remove(s *slot) {
+	if i := slices.Index(p.slots, s); i >= 0 {
+		p.slots = slices.Delete(p.slots, i, i+1)
+	}
+	close(p.freed)
+	p.freed = make(chan struct{})
+}
+
+func (s *slot) stopTimer() {
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
+	s.timerGen++ // a callback already running sees it is stale
+}
+
 // load opens s's checkpoint and publishes the result. A failed load leaves
-// the pool empty, so the next request tries again.
+// the pool, so the next request tries again.
 func (p *Pool) load(s *slot) {
 	opt := p.opt.Runner
 	opt.ID = s.model.ID
-	s.r, s.err = p.opt.Open(s.model.Dir, opt)
+	r, err := p.opt.Open(s.model.Dir, opt)
+	p.mu.Lock()
+	s.r, s.err = r, err
 	s.loadedAt = time.Now()
-	if s.err != nil {
-		p.mu.Lock()
-		if p.cur == s {
-			p.cur = nil
-		}
-		p.mu.Unlock()
+	if err != nil {
+		s.retiring, s.unloading = true, true // nothing to close
+		p.remove(s)
+	} else if s.bytes == 0 {
+		s.bytes = r.Info().WeightBytes
 	}
+	p.mu.Unlock()
 	close(s.ready)
 }
 
@@ -179,15 +452,46 @@ func (p *Pool) releaser(s *slot) func() {
 	return func() { once.Do(func() { p.release(s) }) }
 }
 
-// release drops one reference; the last one out of a retiring slot wakes
-// the requests waiting to load another model.
+// release drops one reference. The last one out unloads a retiring slot,
+// or one whose keep-alive is 0, and otherwise starts the keep-alive timer.
 func (p *Pool) release(s *slot) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	s.refs--
-	if s.refs == 0 && s.retiring && s.drained != nil {
-		close(s.drained)
-		s.drained = nil
+	p.uses++
+	s.lastUse = p.uses
+	now := time.Now()
+	if s.refs > 0 || s.unloading {
+		p.mu.Unlock()
+		return
+	}
+	if s.retiring || s.keepAlive == 0 {
+		ok := p.startUnload(s)
+		p.mu.Unlock()
+		if ok {
+			p.finishUnload(s)
+		}
+		return
+	}
+	s.expiresAt = expiry(now, s.keepAlive)
+	if s.keepAlive > 0 {
+		s.stopTimer()
+		gen := s.timerGen
+		s.timer = time.AfterFunc(s.keepAlive, func() { p.expire(s, gen) })
+	}
+	p.mu.Unlock()
+}
+
+// expire unloads s when its keep-alive ran out with no request since.
+func (p *Pool) expire(s *slot, gen int) {
+	p.mu.Lock()
+	if s.timerGen != gen || s.refs > 0 || s.retiring {
+		p.mu.Unlock()
+		return
+	}
+	ok := p.startUnload(s)
+	p.mu.Unlock()
+	if ok {
+		p.finishUnload(s)
 	}
 }
 
@@ -197,40 +501,62 @@ type Status struct {
 	// Active counts the requests queued or running on it.
 	Active   int       `json:"active_requests"`
 	LoadedAt time.Time `json:"loaded_at"`
+	// ExpiresAt is when the model unloads if no request comes (Ollama's
+	// field): the last request's end (its start while one runs) plus its
+	// keep-alive. Omitted when the model is kept until evicted.
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
+	// SizeBytes is the memory the pool counts for it: fit's estimate
+	// (weights, KV cache at its context, working buffers), or its weights
+	// when its shape is unknown.
+	SizeBytes int64 `json:"size"`
 }
 
-// Loaded lists the resident models (at most one for now).
+// Loaded lists the resident models, the most recently used first (as
+// Ollama's ps does), so the first is the one a user last chose.
 func (p *Pool) Loaded() []Status {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	slots := slices.Clone(p.slots)
+	slices.SortFunc(slots, func(a, b *slot) int { return cmp.Compare(b.lastUse, a.lastUse) })
 	var out []Status
-	if c := p.cur; c != nil {
+	for _, s := range slots {
+		if s.unloading {
+			continue
+		}
 		select {
-		case <-c.ready:
-			if c.r != nil {
-				out = append(out, Status{Info: c.r.Info(), Active: c.refs, LoadedAt: c.loadedAt})
+		case <-s.ready:
+			if s.r != nil {
+				out = append(out, Status{Info: s.r.Info(), Active: s.refs, LoadedAt: s.loadedAt, ExpiresAt: s.expiresAt, SizeBytes: s.bytes})
 			}
 		default:
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
 }
 
-// Close unloads the resident model, waiting for its running request.
-// Requests that arrive afterwards load models again; callers stop the
-// server first.
+// Close unloads every model, waiting for their running requests and for
+// unloads already under way. Requests that arrive afterwards load models
+// again; callers stop the server first.
 func (p *Pool) Close() error {
 	p.mu.Lock()
-	c := p.cur
-	p.cur = nil
+	var mine []*slot
+	for _, s := range p.slots {
+		if p.startUnload(s) {
+			mine = append(mine, s)
+		}
+	}
 	p.mu.Unlock()
-	if c == nil {
-		return nil
+	var errs []error
+	for _, s := range mine {
+		errs = append(errs, p.finishUnload(s))
 	}
-	<-c.ready
-	if c.r == nil {
-		return nil
+	p.mu.Lock()
+	for p.unloads > 0 {
+		freed := p.freed
+		p.mu.Unlock()
+		<-freed
+		p.mu.Lock()
 	}
-	return c.r.Close()
+	p.mu.Unlock()
+	return errors.Join(errs...)
 }

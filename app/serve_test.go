@@ -1,0 +1,54 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestEngineFlagErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		env  mapEnv
+		args []string
+		want string
+	}{
+		{"bad env max models", mapEnv{"HEARTH_MAX_MODELS": "0"}, nil, `HEARTH_MAX_MODELS="0"`},
+		{"bad flag max models", nil, []string{"--max-models", "0"}, "--max-models 0"},
+		{"bad env keep-alive", mapEnv{"HEARTH_KEEP_ALIVE": "soon"}, nil, `--keep-alive: keep_alive "soon"`},
+		{"bad flag keep-alive", nil, []string{"--keep-alive", "5 minutes"}, `--keep-alive: keep_alive "5 minutes"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := mapEnv{"HEARTH_PORT": "0"}
+			for k, v := range tt.env {
+				env[k] = v
+			}
+			c, _, _ := newCLI(t, "", env)
+			err := c.run(append([]string{"serve", "--quiet"}, tt.args...))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("serve %q = %v, want an error containing %q", tt.args, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestUntil(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	tests := []struct {
+		expires time.Time
+		active  int
+		want    string
+	}{
+		{time.Time{}, 0, "forever"},
+		{time.Time{}, 2, "forever"},
+		{now.Add(5 * time.Minute), 1, "in use"},
+		{now.Add(4*time.Minute + 400*time.Millisecond), 0, "in 4m0s"},
+		{now.Add(-time.Second), 0, "unloading"},
+	}
+	for _, tt := range tests {
+		if got := until(now, tt.expires, tt.active); got != tt.want {
+			t.Errorf("until(%v, %d) = %q, want %q", tt.expires, tt.active, got, tt.want)
+		}
+	}
+}
