@@ -124,17 +124,12 @@ func (s *Server) messages(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	r, release, err := s.pool.Get(ctx, job.model)
+	r, release, err := s.runnerFor(c, job.model, nil, job.sampling, &job.req)
 	if err != nil {
 		return err
 	}
 	defer release()
-	job.sampling.apply(&job.req, r.Defaults())
 	info := r.Info()
-	if job.req.Tools != nil && !hasCap(info, "tools") {
-		return badRequest("tools", "tools: model %q does not support tool calls (its chat template has no tool-call format)", info.ID)
-	}
 	msg := messageBody{ID: newID("msg_"), Type: "message", Role: "assistant", Model: info.ID, Content: []contentBlock{}}
 	return s.answerMessages(c, r, job, msg)
 }
@@ -144,30 +139,30 @@ func (s *Server) answerMessages(c echo.Context, g generator, job *messagesJob, m
 	if job.stream {
 		return s.streamMessages(c, g, job, msg)
 	}
-	ctx := c.Request().Context()
 	var (
 		text  strings.Builder
 		calls []contentBlock
 	)
-	u, err := g.Generate(ctx, job.req, func(d engine.Delta) error {
-		text.WriteString(d.Content)
-		for _, tc := range d.ToolCalls {
-			calls = append(calls, toolUseBlock(tc))
-		}
-		return nil
+	return s.generate(c, g, job.req, answer{
+		kind: "messages", model: msg.Model,
+		emit: func(d engine.Delta) error {
+			text.WriteString(d.Content)
+			for _, tc := range d.ToolCalls {
+				calls = append(calls, toolUseBlock(tc))
+			}
+			return nil
+		},
+		finish: func(u engine.Usage) error {
+			if text.Len() > 0 {
+				msg.Content = append(msg.Content, contentBlock{Type: "text", Text: strPtr(text.String())})
+			}
+			msg.Content = append(msg.Content, calls...)
+			msg.StopReason = strPtr(stopReason(u))
+			msg.StopSequence = stopSequence(u)
+			msg.Usage = anthropicUsage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
+			return c.JSON(http.StatusOK, msg)
+		},
 	})
-	s.logGeneration("messages", msg.Model, u, err)
-	if err != nil {
-		return err
-	}
-	if text.Len() > 0 {
-		msg.Content = append(msg.Content, contentBlock{Type: "text", Text: strPtr(text.String())})
-	}
-	msg.Content = append(msg.Content, calls...)
-	msg.StopReason = strPtr(stopReason(u))
-	msg.StopSequence = stopSequence(u)
-	msg.Usage = anthropicUsage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
-	return c.JSON(http.StatusOK, msg)
 }
 
 // streamMessages streams Anthropic's events: message_start, then per
@@ -242,27 +237,23 @@ func (s *Server) streamMessages(c echo.Context, g generator, job *messagesJob, m
 		}
 		return nil
 	}
-	ctx := c.Request().Context()
-	u, err := g.Generate(ctx, job.req, emit)
-	s.logGeneration("messages stream", msg.Model, u, err)
-	if err != nil {
-		if !w.started {
+	finish := func(u engine.Usage) error {
+		if err := begin(); err != nil {
 			return err
 		}
-		if ctx.Err() == nil {
-			w.event("error", errorBody(dialectAnthropic, classify(err)))
+		if err := closeBlock(); err != nil {
+			return err
 		}
-		return nil
+		delta := messageDelta{Type: "message_delta", Usage: anthropicUsage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}}
+		delta.Delta.StopReason = stopReason(u)
+		delta.Delta.StopSequence = stopSequence(u)
+		if err := w.event("message_delta", delta); err != nil {
+			return err
+		}
+		return w.event("message_stop", messageStop{Type: "message_stop"})
 	}
-	if begin() != nil || closeBlock() != nil {
-		return nil
-	}
-	delta := messageDelta{Type: "message_delta", Usage: anthropicUsage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}}
-	delta.Delta.StopReason = stopReason(u)
-	delta.Delta.StopSequence = stopSequence(u)
-	if w.event("message_delta", delta) != nil {
-		return nil
-	}
-	w.event("message_stop", messageStop{Type: "message_stop"})
-	return nil
+	return s.generate(c, g, job.req, answer{
+		kind: "messages stream", model: msg.Model, emit: emit, finish: finish,
+		started: w.begun, fail: func(p problem) error { return w.event("error", errorBody(dialectAnthropic, p)) },
+	})
 }

@@ -128,15 +128,12 @@ func (s *Server) completions(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	r, release, err := s.pool.Get(ctx, job.model)
+	r, release, err := s.runnerFor(c, job.model, nil, job.sampling, &job.req)
 	if err != nil {
 		return err
 	}
 	defer release()
-	job.sampling.apply(&job.req, r.Defaults())
-	info := r.Info()
-	base := completionResponse{ID: newID("cmpl-"), Object: "text_completion", Created: time.Now().Unix(), Model: info.ID, SystemFingerprint: s.fingerprint()}
+	base := completionResponse{ID: newID("cmpl-"), Object: "text_completion", Created: time.Now().Unix(), Model: r.Info().ID, SystemFingerprint: s.fingerprint()}
 	if job.stream {
 		return s.streamCompletion(c, r, job, base)
 	}
@@ -144,20 +141,21 @@ func (s *Server) completions(c echo.Context) error {
 		text strings.Builder
 		lps  []engine.TokenLogprob
 	)
-	u, err := r.Generate(ctx, job.req, func(d engine.Delta) error {
-		text.WriteString(d.Content)
-		lps = append(lps, d.Logprobs...)
-		return nil
+	return s.generate(c, r, job.req, answer{
+		kind: "completion", model: base.Model,
+		emit: func(d engine.Delta) error {
+			text.WriteString(d.Content)
+			lps = append(lps, d.Logprobs...)
+			return nil
+		},
+		finish: func(u engine.Usage) error {
+			ch := completionChoice{Text: text.String(), FinishReason: strPtr(u.FinishReason)}
+			job.fill(&ch, lps, 0)
+			base.Choices = []completionChoice{ch}
+			base.Usage = usageOf(u)
+			return c.JSON(http.StatusOK, base)
+		},
 	})
-	s.logGeneration("completion", info.ID, u, err)
-	if err != nil {
-		return err
-	}
-	ch := completionChoice{Text: text.String(), FinishReason: strPtr(u.FinishReason)}
-	job.fill(&ch, lps, 0)
-	base.Choices = []completionChoice{ch}
-	base.Usage = usageOf(u)
-	return c.JSON(http.StatusOK, base)
 }
 
 // fill adds the logprobs and token ids the client asked for.
@@ -194,31 +192,24 @@ func (s *Server) streamCompletion(c echo.Context, r generator, job *completionJo
 		out.Choices = []completionChoice{ch}
 		return w.data(out)
 	}
-	ctx := c.Request().Context()
-	u, err := r.Generate(ctx, job.req, emit)
-	s.logGeneration("completion stream", base.Model, u, err)
-	if err != nil {
-		if !w.started {
+	finish := func(u engine.Usage) error {
+		out := base
+		out.Choices = []completionChoice{{Text: "", FinishReason: strPtr(u.FinishReason)}}
+		if err := w.data(out); err != nil {
 			return err
 		}
-		if ctx.Err() == nil {
-			w.data(errorBody(dialectOpenAI, classify(err)))
+		if job.includeUsage {
+			out := base
+			out.Choices = []completionChoice{}
+			out.Usage = usageOf(u)
+			if err := w.data(out); err != nil {
+				return err
+			}
 		}
-		return nil
+		return w.done()
 	}
-	out := base
-	out.Choices = []completionChoice{{Text: "", FinishReason: strPtr(u.FinishReason)}}
-	if err := w.data(out); err != nil {
-		return nil
-	}
-	if job.includeUsage {
-		out := base
-		out.Choices = []completionChoice{}
-		out.Usage = usageOf(u)
-		if err := w.data(out); err != nil {
-			return nil
-		}
-	}
-	w.done()
-	return nil
+	return s.generate(c, r, job.req, answer{
+		kind: "completion stream", model: base.Model, emit: emit, finish: finish,
+		started: w.begun, fail: func(p problem) error { return w.data(errorBody(dialectOpenAI, p)) },
+	})
 }

@@ -50,7 +50,7 @@ func decodeJSON(body []byte, dst any) error {
 
 // embedded are the Go names of the structs embedded in request types,
 // which encoding/json puts in a field path.
-var embedded = map[string]bool{"samplingParams": true, "openAIParams": true}
+var embedded = map[string]bool{"samplingParams": true, "openAIParams": true, "ollamaCommon": true}
 
 // jsonPath drops the Go names of embedded structs from a field path
 // ("samplingParams.temperature" → "temperature").

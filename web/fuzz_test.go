@@ -117,3 +117,84 @@ func FuzzMessagesRequest(f *testing.F) {
 		}
 	})
 }
+
+// checkOllamaJob checks what an Ollama request decoder accepted.
+func checkOllamaJob(t *testing.T, job *ollamaJob) {
+	t.Helper()
+	if job.load != (job.req.Messages == nil && job.req.Prompt == "") {
+		t.Fatalf("load %v with messages %s and prompt %q", job.load, job.req.Messages, job.req.Prompt)
+	}
+	if job.req.Messages != nil {
+		// Converted messages are a valid OpenAI conversation, normalized.
+		again, err := chatMessages(job.req.Messages)
+		if err != nil || !bytes.Equal(again, job.req.Messages) {
+			t.Fatalf("converted messages: %v\n%s\n%s", err, job.req.Messages, again)
+		}
+	}
+	if !isNull(job.req.Tools) {
+		if err := validateTools(job.req.Tools); err != nil {
+			t.Fatalf("accepted tools are refused: %v\n%s", err, job.req.Tools)
+		}
+	}
+	if job.req.MaxTokens < 0 {
+		t.Fatalf("max tokens %d accepted", job.req.MaxTokens)
+	}
+	if err := job.req.Sample.Validate(); err != nil {
+		t.Fatalf("accepted sampling options the engine refuses: %v", err)
+	}
+}
+
+func FuzzOllamaChatRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"model":"m","messages":[{"role":"user","content":"hi"}]}`,
+		`{"model":"m","messages":[]}`,
+		`{"model":"m","keep_alive":0}`,
+		`{"messages":[{"role":"system","content":"s"},{"role":"user","content":"q","images":[]},{"role":"assistant","content":"","thinking":"hmm","tool_calls":[{"function":{"index":0,"name":"f","arguments":{"b":1,"a":2}}}]},{"role":"tool","content":"r","tool_name":"f"}],"tools":[{"type":"function","function":{"name":"f"}}],"stream":false,"think":true,"keep_alive":"5m"}`,
+		`{"messages":[{"role":"user","content":"hi"}],"options":{"temperature":0.7,"top_p":0.9,"top_k":40,"min_p":0.05,"seed":-1,"num_predict":-1,"stop":["a","b"],"repeat_penalty":1.1,"num_ctx":4096}}`,
+		`{"messages":[{"role":"user","content":"hi","images":["AAAA"]}]}`,
+		`{"messages":[{"role":"user","content":"hi"}],"format":{"type":"object"}}`,
+		`{"messages":[{"role":"user","content":"hi"}],"think":"high","options":{"stop":"x"}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		job, err := parseOllamaChat(body)
+		if err != nil {
+			if p := classify(err); p.Status != 400 {
+				t.Fatalf("error %v classifies as %d, want 400", err, p.Status)
+			}
+			return
+		}
+		if job.req.Prompt != "" || job.req.PromptIDs != nil {
+			t.Fatalf("a chat became a text prompt: %+v", job.req)
+		}
+		checkOllamaJob(t, job)
+	})
+}
+
+func FuzzOllamaGenerateRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"model":"m","prompt":"hi"}`,
+		`{"model":"m","prompt":"","keep_alive":0}`,
+		`{"prompt":"hi","system":"be brief","stream":false,"options":{"num_predict":3,"seed":7}}`,
+		`{"prompt":"<|im_start|>user\nhi<|im_end|>\n","raw":true}`,
+		`{"prompt":"hi","raw":true,"system":"s"}`,
+		`{"prompt":"hi","suffix":"x","template":"{{ .Prompt }}","images":["AAAA"],"context":[1,2]}`,
+		`{"prompt":"hi","format":"json"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		job, err := parseOllamaGenerate(body)
+		if err != nil {
+			if p := classify(err); p.Status != 400 {
+				t.Fatalf("error %v classifies as %d, want 400", err, p.Status)
+			}
+			return
+		}
+		if job.req.Messages != nil && job.req.Prompt != "" {
+			t.Fatalf("both a conversation and a raw prompt: %+v", job.req)
+		}
+		checkOllamaJob(t, job)
+	})
+}

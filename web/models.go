@@ -167,7 +167,9 @@ func (s *Server) tags(c echo.Context) error {
 		}
 	}
 	out := []tagEntry{}
+	seen := map[string]bool{}
 	for _, r := range recs {
+		seen[r.Dir] = true
 		t := tagEntry{Name: r.Name(), Model: r.Name(), Size: r.Bytes, Digest: r.Revision, Tier: r.Tier, Servable: r.Servable(), Reason: r.Reason}
 		if r.Dir == s.pool.Default().Dir {
 			t.Name, t.Model = s.pool.Default().ID, s.pool.Default().ID
@@ -179,6 +181,25 @@ func (s *Server) tags(c echo.Context) error {
 		if e := r.Err(); e != nil && t.Reason == "" {
 			t.Reason = e.Error()
 		}
+		out = append(out, t)
+	}
+	// Loaded models and the default that the registry does not list (a
+	// --model directory outside the cache): Ollama clients pick models
+	// from this list.
+	for _, st := range s.pool.Loaded() {
+		if !seen[st.Dir] {
+			seen[st.Dir] = true
+			t := tagEntry{Name: st.ID, Model: st.ID, ModifiedAt: st.LoadedAt.UTC(), Size: st.WeightBytes, Tier: st.Tier, Servable: true}
+			t.Details.Format, t.Details.Family, t.Details.ParameterSize, t.Details.QuantizationLevel = "safetensors", st.Family, st.Params, st.Quantization
+			out = append(out, t)
+		}
+	}
+	if def := s.pool.Default(); def.Dir != "" && !seen[def.Dir] {
+		t := tagEntry{Name: def.ID, Model: def.ID, Servable: true}
+		if st, err := os.Stat(def.Dir); err == nil {
+			t.ModifiedAt = st.ModTime().UTC()
+		}
+		t.Details.Format = "safetensors"
 		out = append(out, t)
 	}
 	return c.JSON(http.StatusOK, map[string]any{"models": out})

@@ -141,18 +141,12 @@ func (s *Server) chat(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	r, release, err := s.pool.Get(ctx, job.model)
+	r, release, err := s.runnerFor(c, job.model, nil, job.sampling, &job.req)
 	if err != nil {
 		return err
 	}
 	defer release()
-	job.sampling.apply(&job.req, r.Defaults())
-	info := r.Info()
-	if job.req.Tools != nil && !hasCap(info, "tools") {
-		return badRequest("tools", "tools: model %q does not support tool calls (its chat template has no tool-call format)", info.ID)
-	}
-	base := chatChunk{ID: newID("chatcmpl-"), Object: "chat.completion.chunk", Created: time.Now().Unix(), Model: info.ID, SystemFingerprint: s.fingerprint()}
+	base := chatChunk{ID: newID("chatcmpl-"), Object: "chat.completion.chunk", Created: time.Now().Unix(), Model: r.Info().ID, SystemFingerprint: s.fingerprint()}
 	return s.answerChat(c, r, job, base)
 }
 
@@ -161,38 +155,42 @@ func (s *Server) answerChat(c echo.Context, g generator, job *chatJob, base chat
 	if job.stream {
 		return s.streamChat(c, g, job, base)
 	}
-	ctx := c.Request().Context()
 	var (
 		text  strings.Builder
 		calls []toolCallBody
 		lps   []engine.TokenLogprob
 	)
-	u, err := g.Generate(ctx, job.req, func(d engine.Delta) error {
-		text.WriteString(d.Content)
-		for _, tc := range d.ToolCalls {
-			calls = append(calls, toolCallOf(tc))
-		}
-		lps = append(lps, d.Logprobs...)
+	return s.generate(c, g, job.req, answer{
+		kind: "chat", model: base.Model,
+		emit: func(d engine.Delta) error {
+			text.WriteString(d.Content)
+			for _, tc := range d.ToolCalls {
+				calls = append(calls, toolCallOf(tc))
+			}
+			lps = append(lps, d.Logprobs...)
+			return nil
+		},
+		check: job.checkJSON(&text),
+		finish: func(u engine.Usage) error {
+			msg := chatMessageOut{Role: "assistant", ToolCalls: calls}
+			if text.Len() > 0 || len(calls) == 0 {
+				msg.Content = strPtr(text.String())
+			}
+			return c.JSON(http.StatusOK, chatResponse{
+				ID: base.ID, Object: "chat.completion", Created: base.Created, Model: base.Model, SystemFingerprint: base.SystemFingerprint,
+				Choices: []chatChoice{{Index: 0, Message: msg, Logprobs: chatLogprobsOf(lps, job.req.Logprobs), FinishReason: u.FinishReason}},
+				Usage:   usageOf(u),
+			})
+		},
+	})
+}
+
+// checkJSON is the json_object check of the answer text collects, or nil.
+func (job *chatJob) checkJSON(text *strings.Builder) func(engine.Usage) error {
+	if !job.jsonObject {
 		return nil
-	})
-	s.logGeneration("chat", base.Model, u, err)
-	if err != nil {
-		return err
 	}
-	if job.jsonObject {
-		if err := checkJSONObject(text.String(), u.FinishReason); err != nil {
-			return err
-		}
-	}
-	msg := chatMessageOut{Role: "assistant", ToolCalls: calls}
-	if text.Len() > 0 || len(calls) == 0 {
-		msg.Content = strPtr(text.String())
-	}
-	return c.JSON(http.StatusOK, chatResponse{
-		ID: base.ID, Object: "chat.completion", Created: base.Created, Model: base.Model, SystemFingerprint: base.SystemFingerprint,
-		Choices: []chatChoice{{Index: 0, Message: msg, Logprobs: chatLogprobsOf(lps, job.req.Logprobs), FinishReason: u.FinishReason}},
-		Usage:   usageOf(u),
-	})
+	return func(u engine.Usage) error { return checkJSONObject(text.String(), u.FinishReason) }
 }
 
 // streamChat streams a chat completion as OpenAI does: a first chunk with
@@ -246,37 +244,27 @@ func (s *Server) streamChat(c echo.Context, g generator, job *chatJob, base chat
 		}
 		return nil
 	}
-	ctx := c.Request().Context()
-	u, err := g.Generate(ctx, job.req, emit)
-	s.logGeneration("chat stream", base.Model, u, err)
-	if err == nil && job.jsonObject {
-		err = checkJSONObject(text.String(), u.FinishReason)
-	}
-	if err != nil {
-		if !w.started {
+	finish := func(u engine.Usage) error {
+		if err := begin(); err != nil {
 			return err
 		}
-		if ctx.Err() == nil {
-			w.data(errorBody(dialectOpenAI, classify(err)))
+		if err := send(chunkChoice{Delta: chatDelta{}, FinishReason: strPtr(u.FinishReason)}); err != nil {
+			return err
 		}
-		return nil
-	}
-	if err := begin(); err != nil {
-		return nil
-	}
-	if err := send(chunkChoice{Delta: chatDelta{}, FinishReason: strPtr(u.FinishReason)}); err != nil {
-		return nil
-	}
-	if job.includeUsage {
-		out := base
-		out.Choices = []chunkChoice{}
-		out.Usage = usageOf(u)
-		if err := w.data(out); err != nil {
-			return nil
+		if job.includeUsage {
+			out := base
+			out.Choices = []chunkChoice{}
+			out.Usage = usageOf(u)
+			if err := w.data(out); err != nil {
+				return err
+			}
 		}
+		return w.done()
 	}
-	w.done()
-	return nil
+	return s.generate(c, g, job.req, answer{
+		kind: "chat stream", model: base.Model, emit: emit, check: job.checkJSON(&text), finish: finish,
+		started: w.begun, fail: func(p problem) error { return w.data(errorBody(dialectOpenAI, p)) },
+	})
 }
 
 // checkJSONObject is response_format json_object's check, run after

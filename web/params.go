@@ -29,6 +29,15 @@ const defaultTemperature = 1.0
 // sampler options. maxTemp is the API's upper bound (2 for OpenAI, 1 for
 // Anthropic).
 func (p *samplingParams) options(maxTemp float64) (sample.Options, error) {
+	return p.optionsAs(maxTemp, nil)
+}
+
+// optionsAs is options for an API that spells the fields otherwise: name
+// maps the OpenAI name to the request's in errors (nil = as is).
+func (p *samplingParams) optionsAs(maxTemp float64, name func(string) string) (sample.Options, error) {
+	if name == nil {
+		name = func(s string) string { return s }
+	}
 	checks := []struct {
 		field  string
 		v      *float64
@@ -42,15 +51,15 @@ func (p *samplingParams) options(maxTemp float64) (sample.Options, error) {
 		{"repetition_penalty", p.RepetitionPenalty, 0, 100},
 	}
 	for _, c := range checks {
-		if err := checkRange(c.field, c.v, c.lo, c.hi); err != nil {
+		if err := checkRange(name(c.field), c.v, c.lo, c.hi); err != nil {
 			return sample.Options{}, err
 		}
 	}
 	if p.TopK != nil && *p.TopK < 0 {
-		return sample.Options{}, badRequest("top_k", "top_k: %d must not be negative", *p.TopK)
+		return sample.Options{}, badRequest(name("top_k"), "%s: %d must not be negative", name("top_k"), *p.TopK)
 	}
 	if p.RepetitionPenalty != nil && *p.RepetitionPenalty == 0 {
-		return sample.Options{}, badRequest("repetition_penalty", "repetition_penalty: must be positive (1 = off)")
+		return sample.Options{}, badRequest(name("repetition_penalty"), "%s: must be positive (1 = off)", name("repetition_penalty"))
 	}
 	o := sample.Options{Temperature: defaultTemperature}
 	set := func(dst *float64, v *float64) {

@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"sync"
 
@@ -67,21 +66,13 @@ func (s *Server) pull(c echo.Context) error {
 		return c.JSON(http.StatusOK, pullLine{Status: "success"})
 	}
 	var (
-		mu      sync.Mutex
-		started bool
-		enc     = json.NewEncoder(c.Response())
+		mu sync.Mutex
+		w  = newNDJSON(c)
 	)
 	write := func(v any) {
 		mu.Lock()
 		defer mu.Unlock()
-		if !started {
-			started = true
-			c.Response().Header().Set(echo.HeaderContentType, "application/x-ndjson")
-			c.Response().WriteHeader(http.StatusOK)
-		}
-		if enc.Encode(v) == nil {
-			http.NewResponseController(c.Response().Writer).Flush()
-		}
+		w.line(v)
 	}
 	err = s.opt.Pull(ctx, name, func(p registry.Progress) {
 		write(pullLine{Status: p.Status, Repo: p.Repo, Commit: p.Commit, File: p.File,
@@ -89,7 +80,7 @@ func (s *Server) pull(c echo.Context) error {
 	})
 	s.log.Info("pull", "model", name, "err", err)
 	if err != nil {
-		if !started {
+		if !w.begun() {
 			return err
 		}
 		write(nativeError{Error: classify(err).Message})

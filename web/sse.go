@@ -20,6 +20,9 @@ type sse struct {
 
 func newSSE(c echo.Context) *sse { return &sse{c: c} }
 
+// begun reports whether the stream has started (its status is sent).
+func (s *sse) begun() bool { return s.started }
+
 func (s *sse) start() {
 	if s.started {
 		return
@@ -64,4 +67,34 @@ func (s *sse) raw(name string, data []byte) error {
 		return err
 	}
 	return http.NewResponseController(s.c.Response().Writer).Flush()
+}
+
+// ndjson writes newline-delimited JSON, one object per line, each line
+// flushed (Ollama's streaming framing). Like sse, nothing is written
+// until the first line, and a write error means the client is gone.
+type ndjson struct {
+	c       echo.Context
+	started bool
+}
+
+func newNDJSON(c echo.Context) *ndjson { return &ndjson{c: c} }
+
+// begun reports whether the stream has started (its status is sent).
+func (w *ndjson) begun() bool { return w.started }
+
+// line writes v as one line.
+func (w *ndjson) line(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if !w.started {
+		w.started = true
+		w.c.Response().Header().Set(echo.HeaderContentType, "application/x-ndjson")
+		w.c.Response().WriteHeader(http.StatusOK)
+	}
+	if _, err := w.c.Response().Write(append(b, '\n')); err != nil {
+		return err
+	}
+	return http.NewResponseController(w.c.Response().Writer).Flush()
 }

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -121,6 +122,9 @@ func (p *Pool) Default() Model { return p.opt.Default }
 
 // resolve maps a request's model name to a checkpoint.
 func (p *Pool) resolve(name string) (Model, error) {
+	// Ollama's clients name models "name:tag" and default the tag to
+	// "latest"; Hearth's names carry no tag, so ":latest" means the name.
+	name = strings.TrimSuffix(name, ":latest")
 	d := p.opt.Default
 	switch {
 	case name == "" && d.Dir == "":
@@ -493,6 +497,25 @@ func (p *Pool) expire(s *slot, gen int) {
 	if ok {
 		p.finishUnload(s)
 	}
+}
+
+// Unload unloads the named model ("" = the default) if it is loaded, and
+// never loads it (Ollama's keep_alive 0 request with no prompt). An idle
+// model is closed before Unload returns; a busy one takes no new requests
+// and unloads when they finish. It returns the model's id.
+func (p *Pool) Unload(name string) (string, error) {
+	m, err := p.resolve(name)
+	if err != nil {
+		return "", err
+	}
+	p.mu.Lock()
+	s := p.find(m)
+	now := s != nil && p.retire(s)
+	p.mu.Unlock()
+	if now {
+		return m.ID, p.finishUnload(s)
+	}
+	return m.ID, nil
 }
 
 // Status describes a loaded model for /api/ps.

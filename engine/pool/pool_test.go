@@ -173,6 +173,15 @@ func TestGetLoadsOnceAndShares(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	// Ollama clients add the tag ":latest"; it names the same model.
+	r, release, err := p.Get(context.Background(), "chat-tiny:latest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if r != runners[0] {
+		t.Errorf(`"chat-tiny:latest" got another runner than "chat-tiny"`)
+	}
 	if n := c.count("chat-tiny"); n != 1 {
 		t.Errorf("chat-tiny loaded %d times, want 1", n)
 	}

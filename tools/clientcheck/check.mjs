@@ -1,6 +1,6 @@
-// check.mjs drives a running Hearth server with the official OpenAI and
-// Anthropic SDKs, the way an application would, and fails (exit 1) on the
-// first thing that does not behave like the real APIs.
+// check.mjs drives a running Hearth server with the official OpenAI,
+// Anthropic and Ollama JavaScript clients, the way an application would,
+// and fails (exit 1) when anything does not behave like the real APIs.
 //
 //   node check.mjs [BASE_URL] [MODEL]     (default http://127.0.0.1:11435, chat-tiny)
 //
@@ -8,12 +8,14 @@
 
 import OpenAI from "openai";
 import Anthropic from "@anthropic-ai/sdk";
+import { Ollama } from "ollama";
 
 const base = process.argv[2] ?? process.env.HEARTH_URL ?? "http://127.0.0.1:11435";
 const model = process.argv[3] ?? "chat-tiny";
 
 const openai = new OpenAI({ baseURL: `${base}/v1`, apiKey: "not-needed", maxRetries: 0 });
 const anthropic = new Anthropic({ baseURL: base, apiKey: "not-needed", maxRetries: 0 });
+const ollama = new Ollama({ host: base });
 
 const summary = {};
 let failed = 0;
@@ -98,6 +100,38 @@ try {
 } catch (e) {
   check("anthropic error", e instanceof Anthropic.BadRequestError && e.error?.error?.type === "invalid_request_error", e.message);
 }
+
+// Ollama's native routes through the ollama client: the same greedy answer.
+const options = { temperature: 0, num_predict: 8 };
+const ochat = await ollama.chat({ model, messages, options });
+check("ollama.chat", ochat.done && ochat.message.content === text && ochat.eval_count === whole.usage.completion_tokens &&
+  ochat.prompt_eval_count === whole.usage.prompt_tokens && ochat.done_reason === (whole.choices[0].finish_reason === "length" ? "length" : "stop"),
+  JSON.stringify(ochat));
+let ostreamed = "";
+let olast = null;
+for await (const part of await ollama.chat({ model, messages, options, stream: true })) {
+  ostreamed += part.message.content;
+  olast = part;
+}
+check("ollama.chat stream", ostreamed === text && olast.done && olast.eval_count === ochat.eval_count && olast.total_duration > 0,
+  JSON.stringify({ ostreamed, last: olast }));
+const ogen = await ollama.generate({ model, prompt: messages[0].content, options });
+check("ollama.generate", ogen.done && ogen.response === text, JSON.stringify(ogen));
+const tags = await ollama.list();
+check("ollama.list", tags.models.some((m) => m.name === model), JSON.stringify(tags.models.map((m) => m.name)));
+const unload = await ollama.generate({ model, prompt: "", keep_alive: 0 });
+const psAfterUnload = await ollama.ps();
+check("ollama unload", unload.done_reason === "unload" && psAfterUnload.models.length === 0, JSON.stringify({ unload, ps: psAfterUnload.models.length }));
+const load = await ollama.chat({ model, messages: [], keep_alive: "1m" });
+const psAfterLoad = await ollama.ps();
+check("ollama load", load.done_reason === "load" && psAfterLoad.models.length === 1, JSON.stringify({ load, ps: psAfterLoad.models.length }));
+try {
+  await ollama.chat({ model: "no-such/model", messages });
+  check("ollama unknown model", false, "no error");
+} catch (e) {
+  check("ollama unknown model", e.name === "ResponseError" && e.status_code === 404 && /no-such\/model/.test(e.error), e.message);
+}
+summary.ollama = ochat.message.content;
 
 summary.failed = failed;
 console.log(JSON.stringify(summary));

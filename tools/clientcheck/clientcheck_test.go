@@ -1,5 +1,5 @@
-// Package clientcheck runs the official OpenAI and Anthropic JavaScript
-// SDKs (check.mjs) against a real Hearth server serving chat-tiny. Set it
+// Package clientcheck runs the official OpenAI, Anthropic and Ollama
+// JavaScript clients (check.mjs) against a real Hearth server serving chat-tiny. Set it
 // up with `npm ci` in tools/clientcheck.
 package clientcheck
 
@@ -24,7 +24,8 @@ func TestOfficialClients(t *testing.T) {
 	testenv.Need(t, "node (apt-get install nodejs)", err == nil)
 	_, err1 := os.Stat(filepath.Join("node_modules", "openai", "package.json"))
 	_, err2 := os.Stat(filepath.Join("node_modules", "@anthropic-ai", "sdk", "package.json"))
-	testenv.Need(t, "the openai and @anthropic-ai/sdk npm packages (run npm ci in tools/clientcheck)", err1 == nil && err2 == nil)
+	_, err3 := os.Stat(filepath.Join("node_modules", "ollama", "package.json"))
+	testenv.Need(t, "the openai, @anthropic-ai/sdk and ollama npm packages (run npm ci in tools/clientcheck)", err1 == nil && err2 == nil && err3 == nil)
 
 	p := pool.New(pool.Options{
 		Runner:  engine.RunnerOptions{Options: engine.Options{Threads: 1}},

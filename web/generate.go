@@ -1,0 +1,78 @@
+package web
+
+import (
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"hearth/engine"
+)
+
+// runnerFor gets the model a request names (loading it if needed, kept
+// for keep, nil meaning the server's keep-alive) and fills req's sampling
+// from the request's fields and the model's defaults. Tools offered to a
+// model whose chat template has no tool-call format are refused. The
+// caller must call release when its request is done.
+func (s *Server) runnerFor(c echo.Context, model string, keep *time.Duration, smp sampling, req *engine.Request) (r *engine.Runner, release func(), err error) {
+	r, release, err = s.pool.Acquire(c.Request().Context(), model, keep)
+	if err != nil {
+		return nil, nil, err
+	}
+	smp.apply(req, r.Defaults())
+	if info := r.Info(); req.Tools != nil && !hasCap(info, "tools") {
+		release()
+		return nil, nil, badRequest("tools", "tools: model %q does not support tool calls (its chat template has no tool-call format)", info.ID)
+	}
+	return r, release, nil
+}
+
+// answer is how one API writes a generation: each route builds one per
+// request and hands it to Server.generate, which owns what they share.
+type answer struct {
+	kind, model string // for the log line
+
+	// emit takes each delta: writes a stream frame, or accumulates a
+	// whole answer.
+	emit func(engine.Delta) error
+	// check, if set, vets a finished answer before it is written
+	// (json_object's check).
+	check func(engine.Usage) error
+	// finish writes the end of the answer (the whole answer, or a
+	// stream's closing frames).
+	finish func(engine.Usage) error
+
+	// Streams only: started reports whether anything has been written,
+	// and fail writes an error in-band once it has.
+	started func() bool
+	fail    func(problem) error
+}
+
+func (a *answer) streaming() bool { return a.started != nil && a.started() }
+
+// generate runs req on g through a, and sorts out how it ended. A failure
+// before anything was written is returned, for the error handler to
+// answer with its status. Once a stream has started, a failure is written
+// in-band (unless the client left: a write error or the request's
+// cancelled context has already stopped the generation) and nil is
+// returned, as it is when the closing frames cannot be written.
+func (s *Server) generate(c echo.Context, g generator, req engine.Request, a answer) error {
+	ctx := c.Request().Context()
+	u, err := g.Generate(ctx, req, a.emit)
+	s.logGeneration(a.kind, a.model, u, err)
+	if err == nil && a.check != nil {
+		err = a.check(u)
+	}
+	if err != nil {
+		if !a.streaming() {
+			return err
+		}
+		if ctx.Err() == nil && a.fail != nil {
+			a.fail(classify(err))
+		}
+		return nil
+	}
+	if err := a.finish(u); err != nil && !a.streaming() {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,300 @@
+package web
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"hearth/engine"
+)
+
+// Ollama's native generation routes, POST /api/chat and POST
+// /api/generate: request parsing. Unknown fields and options are ignored,
+// as Ollama does; docs/api.md lists what is honoured and what is refused.
+
+// ollamaCommon are the fields both routes take.
+type ollamaCommon struct {
+	Model     string          `json:"model"`
+	Stream    *bool           `json:"stream"` // default true
+	Format    json.RawMessage `json:"format"`
+	Options   ollamaOptions   `json:"options"`
+	Think     json.RawMessage `json:"think"`
+	KeepAlive json.RawMessage `json:"keep_alive"`
+}
+
+// ollamaOptions are the options Hearth honours. Ollama's others (num_ctx,
+// num_keep, repeat_last_n, typical_p, mirostat, num_gpu, num_thread, …)
+// are ignored: they tune llama.cpp, or the context, which is fixed per
+// loaded model here.
+type ollamaOptions struct {
+	Temperature      *float64        `json:"temperature"`
+	TopP             *float64        `json:"top_p"`
+	TopK             *int            `json:"top_k"`
+	MinP             *float64        `json:"min_p"`
+	RepeatPenalty    *float64        `json:"repeat_penalty"`
+	PresencePenalty  *float64        `json:"presence_penalty"`
+	FrequencyPenalty *float64        `json:"frequency_penalty"`
+	Seed             *int64          `json:"seed"`        // negative = random, as in Ollama
+	NumPredict       *int            `json:"num_predict"` // <= 0 = until the context is full
+	Stop             json.RawMessage `json:"stop"`
+}
+
+// ollamaChatRequest is POST /api/chat.
+type ollamaChatRequest struct {
+	ollamaCommon
+	Messages json.RawMessage `json:"messages"`
+	Tools    json.RawMessage `json:"tools"`
+}
+
+// ollamaGenerateRequest is POST /api/generate.
+type ollamaGenerateRequest struct {
+	ollamaCommon
+	Prompt   string          `json:"prompt"`
+	System   string          `json:"system"`
+	Raw      bool            `json:"raw"`
+	Suffix   string          `json:"suffix"`
+	Template string          `json:"template"`
+	Images   json.RawMessage `json:"images"`
+	Context  json.RawMessage `json:"context"`
+}
+
+// ollamaJob is a validated /api/chat or /api/generate request.
+type ollamaJob struct {
+	model    string
+	keep     *time.Duration // the request's keep_alive; nil = the server's
+	sampling sampling       // applied with the model's defaults once it is known
+	req      engine.Request
+	stream   bool
+	chat     bool // /api/chat: the answer is a message, not a response string
+	// load is Ollama's load request (no messages, or an empty prompt):
+	// load the model, or with keep_alive 0 unload it, and generate nothing.
+	load bool
+}
+
+// ollamaMaxTemp bounds temperature: Ollama sets none, so this is the
+// engine's own limit.
+const ollamaMaxTemp = 100
+
+// job validates the fields both routes share.
+func (in *ollamaCommon) job(chat bool) (*ollamaJob, error) {
+	keep, err := keepAliveOf(in.KeepAlive)
+	if err != nil {
+		return nil, err
+	}
+	job := &ollamaJob{model: in.Model, keep: keep, stream: in.Stream == nil || *in.Stream, chat: chat}
+	o := in.Options
+	p := samplingParams{Temperature: o.Temperature, TopP: o.TopP, TopK: o.TopK, MinP: o.MinP,
+		RepetitionPenalty: o.RepeatPenalty, PresencePenalty: o.PresencePenalty, FrequencyPenalty: o.FrequencyPenalty}
+	if o.Seed != nil && *o.Seed >= 0 {
+		p.Seed = o.Seed
+	}
+	opt, err := p.optionsAs(ollamaMaxTemp, ollamaOption)
+	if err != nil {
+		return nil, err
+	}
+	stops, err := stringList("options.stop", o.Stop, maxStops)
+	if err != nil {
+		return nil, err
+	}
+	job.sampling = sampling{params: p, maxTemp: ollamaMaxTemp}
+	job.req = engine.Request{Stop: stops, Sample: opt}
+	if o.NumPredict != nil && *o.NumPredict > 0 {
+		job.req.MaxTokens = *o.NumPredict
+	}
+	if err := checkFormat(in.Format); err != nil {
+		return nil, err
+	}
+	if job.req.TemplateKwargs, err = thinkKwargs(in.Think); err != nil {
+		return nil, err
+	}
+	return job, nil
+}
+
+// ollamaOption names a sampling parameter as Ollama's options spell it.
+func ollamaOption(name string) string {
+	if name == "repetition_penalty" {
+		name = "repeat_penalty"
+	}
+	return "options." + name
+}
+
+// checkFormat refuses format "json" and JSON schemas: both promise output
+// constrained while decoding, which the engine cannot do yet.
+func checkFormat(raw json.RawMessage) error {
+	if isNull(raw) || string(raw) == `""` {
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		if s != "json" {
+			return badRequest("format", "format: expected \"json\" or a JSON schema object, got %q", s)
+		}
+	} else if raw[0] != '{' {
+		return badRequest("format", "format: expected \"json\" or a JSON schema object")
+	}
+	return badRequest("format", "format: structured output (\"json\" or a JSON schema) is not supported yet: the engine cannot constrain decoding; ask for JSON in the prompt and check the answer yourself")
+}
+
+// thinkKwargs passes think to the chat template as enable_thinking (the
+// variable Qwen 3 style templates read; others ignore it), and a level
+// ("high", "medium", "low") also as reasoning_effort.
+func thinkKwargs(raw json.RawMessage) (map[string]json.RawMessage, error) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	var b bool
+	if json.Unmarshal(raw, &b) == nil {
+		return map[string]json.RawMessage{"enable_thinking": mustJSON(b)}, nil
+	}
+	var level string
+	if json.Unmarshal(raw, &level) == nil {
+		switch level {
+		case "high", "medium", "low":
+			return map[string]json.RawMessage{"enable_thinking": mustJSON(true), "reasoning_effort": mustJSON(level)}, nil
+		}
+	}
+	return nil, badRequest("think", "think: expected true, false, \"high\", \"medium\" or \"low\"")
+}
+
+// parseOllamaChat decodes and validates a /api/chat body.
+func parseOllamaChat(body []byte) (*ollamaJob, error) {
+	var in ollamaChatRequest
+	if err := decodeJSON(body, &in); err != nil {
+		return nil, err
+	}
+	job, err := in.job(true)
+	if err != nil {
+		return nil, err
+	}
+	if err := validateTools(in.Tools); err != nil {
+		return nil, err
+	}
+	msgs, err := ollamaMessages(in.Messages)
+	if err != nil {
+		return nil, err
+	}
+	if msgs == nil {
+		job.load = true
+		return job, nil
+	}
+	job.req.Messages = msgs
+	if !isNull(in.Tools) && string(in.Tools) != "[]" {
+		job.req.Tools = in.Tools
+	}
+	return job, nil
+}
+
+// ollamaMessages turns Ollama messages into the OpenAI-shaped conversation
+// the chat template takes (nil for none: a load request). Ollama's
+// tool_calls carry arguments as an object, as templates want them; a tool
+// result's tool_name becomes name; earlier thinking is not replayed.
+func ollamaMessages(raw json.RawMessage) (json.RawMessage, error) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	var msgs []json.RawMessage
+	if err := json.Unmarshal(raw, &msgs); err != nil {
+		return nil, badRequest("messages", "messages: expected an array of message objects")
+	}
+	if len(msgs) == 0 {
+		return nil, nil
+	}
+	out := make([]object, len(msgs))
+	for i, m := range msgs {
+		at := fmt.Sprintf("messages[%d]", i)
+		o, ok := parseObject(m)
+		if !ok {
+			return nil, badRequest(at, "%s: expected an object with a role and content", at)
+		}
+		var conv object
+		for _, f := range o {
+			switch f.key {
+			case "images":
+				if !isNull(f.val) && string(f.val) != "[]" {
+					return nil, badRequest(at+".images", "%s.images: image content is not supported yet (text only)", at)
+				}
+			case "thinking":
+			case "tool_name":
+				if o.get("name") == nil {
+					conv = append(conv, field{"name", f.val})
+				}
+			case "tool_calls":
+				calls, err := ollamaToolCalls(at+".tool_calls", f.val)
+				if err != nil {
+					return nil, err
+				}
+				conv = append(conv, field{"tool_calls", calls})
+			default:
+				conv = append(conv, f)
+			}
+		}
+		norm, err := chatMessage(i, mustJSON(conv))
+		if err != nil {
+			return nil, err
+		}
+		out[i] = norm
+	}
+	return mustJSON(out), nil
+}
+
+// ollamaToolCalls gives each call the "type": "function" OpenAI-shaped
+// templates may test for; chatMessage checks the rest.
+func ollamaToolCalls(at string, raw json.RawMessage) (json.RawMessage, error) {
+	if isNull(raw) {
+		return raw, nil
+	}
+	var calls []json.RawMessage
+	if err := json.Unmarshal(raw, &calls); err != nil {
+		return nil, badRequest(at, "%s: expected an array of tool calls", at)
+	}
+	out := make([]json.RawMessage, len(calls))
+	for j, c := range calls {
+		o, ok := parseObject(c)
+		if !ok {
+			return nil, badRequest(fmt.Sprintf("%s[%d]", at, j), "%s[%d]: expected an object with a function", at, j)
+		}
+		if o.get("type") == nil {
+			o = append(object{{"type", mustJSON("function")}}, o...)
+		}
+		out[j] = mustJSON(o)
+	}
+	return mustJSON(out), nil
+}
+
+// parseOllamaGenerate decodes and validates a /api/generate body.
+func parseOllamaGenerate(body []byte) (*ollamaJob, error) {
+	var in ollamaGenerateRequest
+	if err := decodeJSON(body, &in); err != nil {
+		return nil, err
+	}
+	job, err := in.job(false)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case in.Template != "":
+		return nil, badRequest("template", "template: Ollama's Go templates are not supported; the model's own chat template is used (or send raw: true with a prompt you formatted)")
+	case in.Suffix != "":
+		return nil, badRequest("suffix", "suffix: not supported (no fill-in-the-middle)")
+	case !isNull(in.Images) && string(in.Images) != "[]":
+		return nil, badRequest("images", "images: image content is not supported yet (text only)")
+	case !isNull(in.Context) && string(in.Context) != "[]":
+		return nil, badRequest("context", "context: not supported (Hearth returns no context); send the conversation to /api/chat instead")
+	case in.Raw && in.System != "":
+		return nil, badRequest("system", "system: not used with raw: true (the prompt is sent as is); put it in the prompt")
+	}
+	switch {
+	case in.Prompt == "":
+		job.load = true
+	case in.Raw:
+		job.req.Prompt = in.Prompt
+	default:
+		var msgs []object
+		if in.System != "" {
+			msgs = append(msgs, object{{"role", mustJSON("system")}, {"content", mustJSON(in.System)}})
+		}
+		msgs = append(msgs, object{{"role", mustJSON("user")}, {"content", mustJSON(in.Prompt)}})
+		job.req.Messages = mustJSON(msgs)
+	}
+	return job, nil
+}
