@@ -43,6 +43,10 @@ var (
 var loadedSmall = pool.Status{Info: engine.Info{ID: "acme/small", Dir: "/hub/acme/small", Tier: "generic",
 	Fidelity: "parity vs transformers 5.17", Backend: "cpu", ContextTokens: 4096, WeightBytes: gb}}
 
+// loadedTight is the pool's status with acme/tight resident.
+var loadedTight = pool.Status{Info: engine.Info{ID: "acme/tight", Dir: "/hub/acme/tight", Tier: "generic",
+	Backend: "cpu", ContextTokens: 4096, WeightBytes: 10 * gb}}
+
 // fakeDesktop records what the menu asked of the desktop.
 type fakeDesktop struct {
 	mu       sync.Mutex
@@ -240,6 +244,20 @@ func TestModelRows(t *testing.T) {
 			checked: []bool{true, false, false, false, false},
 		},
 		{
+			// The pool keeps several models; each loaded one is checked and
+			// judged as loaded (its own memory counts as available).
+			name: "two loaded",
+			state: menuState{Memory: testMemory, Loaded: []pool.Status{loadedTight, loadedSmall},
+				Records: []registry.Record{recSmall, recTight, recHuge}},
+			want: []string{
+				`^acme/small — generic · fits$`,
+				`^acme/tight — generic · fits$`,
+				`^acme/huge — won't fit`,
+			},
+			enabled: []bool{true, true, false},
+			checked: []bool{true, true, false},
+		},
+		{
 			name:    "loading one",
 			state:   menuState{Memory: testMemory, Records: []registry.Record{recSmall, recTight}, Loading: "acme/tight"},
 			want:    []string{`^acme/small — generic · fits$`, `^acme/tight — generic · tight \(loading…\)$`},
@@ -288,5 +306,17 @@ func TestModelRows(t *testing.T) {
 	rows := findRow(renderMenu(menuState{Memory: testMemory, Records: []registry.Record{recSmall}}).Items, rowModels).Children
 	if rows[0].ID != rowLoad+"acme/small" || !strings.Contains(rows[0].Tooltip, "generic tier (llama), 1.0 GB, q4g64; parity") {
 		t.Errorf("row %+v", rows[0])
+	}
+}
+
+func TestRenderMenuSeveralLoaded(t *testing.T) {
+	busy := loadedSmall
+	busy.Active = 1
+	v := renderMenu(menuState{URL: "http://127.0.0.1:11435", Memory: testMemory, Loaded: []pool.Status{loadedTight, busy}})
+	if got := findRow(v.Items, rowModel).Title; got != "Model: acme/tight (generic tier) + 1 more loaded" {
+		t.Errorf("model line %q", got)
+	}
+	if !v.Busy {
+		t.Error("not busy while the second loaded model runs a request")
 	}
 }

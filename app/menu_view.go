@@ -43,12 +43,19 @@ func renderMenu(s menuState) menuView {
 	loaded, hasLoaded := firstLoaded(s.Loaded)
 	status := statusLine(s, loaded, hasLoaded)
 	v := menuView{Tooltip: "Hearth: " + status}
-	v.Busy = s.Loading != "" || s.Pulling != "" || (hasLoaded && loaded.Active > 0)
+	v.Busy = s.Loading != "" || s.Pulling != ""
+	for _, l := range s.Loaded {
+		v.Busy = v.Busy || l.Active > 0
+	}
 
 	activity := activityLine(s)
 	model, fidelity := "Model: none loaded", ""
 	if hasLoaded {
 		model = fmt.Sprintf("Model: %s (%s tier)", loaded.ID, loaded.Tier)
+		if more := len(s.Loaded) - 1; more > 0 {
+			// The pool keeps several; the line names the one used last.
+			model += fmt.Sprintf(" + %d more loaded", more)
+		}
 		fidelity = loaded.Fidelity
 	}
 	pull := "Pull a Model…"
@@ -67,7 +74,7 @@ func renderMenu(s menuState) menuView {
 		{ID: rowFidelity, Title: "Fidelity: " + fidelity, Disabled: true, Hidden: fidelity == ""},
 		{ID: rowMemory, Title: memoryLine(s, loaded, hasLoaded), Disabled: true},
 		{Separator: true},
-		{ID: rowModels, Title: "Models", Children: modelRows(s, loaded, hasLoaded)},
+		{ID: rowModels, Title: "Models", Children: modelRows(s)},
 		{ID: rowChat, Title: "Open Chat", Tooltip: s.URL + "/", Disabled: noURL},
 		{ID: rowPull, Title: pull, Disabled: s.Pulling != ""},
 		{Separator: true},
@@ -158,13 +165,14 @@ func recordOf(recs []registry.Record, loaded pool.Status) (registry.Record, bool
 // modelRows is the Models submenu: every model on this machine with its
 // tier and fit; choosing one loads it. Models that cannot load are
 // disabled and say why.
-func modelRows(s menuState, loaded pool.Status, hasLoaded bool) []menuItem {
+func modelRows(s menuState) []menuItem {
 	if s.ListErr != nil {
 		return []menuItem{{ID: rowModels + ":error", Title: "Cannot list models: " + s.ListErr.Error(), Disabled: true}}
 	}
 	var rows []menuItem
 	for _, r := range s.Records {
-		rows = append(rows, modelRow(s, r, loaded, hasLoaded))
+		loaded, isLoaded := loadedAs(s.Loaded, r)
+		rows = append(rows, modelRow(s, r, loaded, isLoaded))
 	}
 	if len(rows) == 0 {
 		rows = append(rows, menuItem{ID: rowModels + ":none", Title: "No models yet: use Pull a Model…", Disabled: true})
@@ -172,10 +180,21 @@ func modelRows(s menuState, loaded pool.Status, hasLoaded bool) []menuItem {
 	return rows
 }
 
-func modelRow(s menuState, r registry.Record, loaded pool.Status, hasLoaded bool) menuItem {
+// loadedAs finds r among the loaded models, by directory.
+func loadedAs(loaded []pool.Status, r registry.Record) (pool.Status, bool) {
+	for _, l := range loaded {
+		if l.Dir == r.Dir {
+			return l, true
+		}
+	}
+	return pool.Status{}, false
+}
+
+// modelRow is one model of the submenu; loaded is its pool status when
+// isLoaded.
+func modelRow(s menuState, r registry.Record, loaded pool.Status, isLoaded bool) menuItem {
 	name := r.Name()
 	row := menuItem{ID: rowLoad + name, Checkable: true}
-	isLoaded := hasLoaded && r.Dir == loaded.Dir
 	row.Checked = isLoaded
 	switch {
 	case r.Drafter:
