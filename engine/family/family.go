@@ -97,5 +97,34 @@ func Resolve(fams []*Family, c *config.Config) (*Family, error) {
 		types = append(types, f.Types()...)
 	}
 	sort.Strings(types)
-	return nil, fmt.Errorf("%w: unsupported model_type %q (supported: %s)", ErrUnsupported, c.ModelType, strings.Join(types, ", "))
+	hint := ""
+	if near := Nearest(c.ModelType, types); near != "" {
+		hint = fmt.Sprintf("; the nearest supported type is %q, a different architecture", near)
+	}
+	return nil, fmt.Errorf("%w: unsupported model_type %q%s (supported: %s)", ErrUnsupported, c.ModelType, hint, strings.Join(types, ", "))
+}
+
+// Nearest returns the supported type that shares the longest name prefix
+// with modelType (at least 4 characters, e.g. "qwen3_next" → "qwen3"), or
+// "" when none does. Variants of a family are named this way on the Hub, so
+// the prefix points the user at what they probably meant, without claiming
+// the checkpoint would load as that type.
+func Nearest(modelType string, types []string) string {
+	best, bestLen := "", 3
+	for _, t := range types {
+		n := 0
+		for n < len(t) && n < len(modelType) && t[n] == modelType[n] {
+			n++
+		}
+		// A shared separator is no evidence: "qwen3_next" is nearer
+		// "qwen3" than "qwen3_moe".
+		for n > 0 && modelType[n-1] == '_' {
+			n--
+		}
+		// On equal prefixes prefer the shorter name: the base family.
+		if n > bestLen || (n == bestLen && best != "" && len(t) < len(best)) {
+			best, bestLen = t, n
+		}
+	}
+	return best
 }
