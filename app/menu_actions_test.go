@@ -250,8 +250,18 @@ func TestMenuLoadsThroughPool(t *testing.T) {
 		if row := findRow(v.Items, rowLoad+name); !row.Checked {
 			t.Errorf("row %+v is not checked", row)
 		}
-		if got := findRow(v.Items, rowModel).Title; got != "Model: "+name+" (generic tier)" {
-			t.Errorf("model row %q", got)
+		want := "Model: " + name + " (generic tier)"
+		if len(loaded) > 1 {
+			want += fmt.Sprintf(" + %d more loaded", len(loaded)-1)
+		}
+		if got := findRow(v.Items, rowModel).Title; got != want {
+			t.Errorf("model row %q, want %q", got, want)
+		}
+		// Every loaded model stays checked.
+		for _, l := range loaded {
+			if row := findRow(v.Items, rowLoad+l.ID); !row.Checked {
+				t.Errorf("loaded %s: row %+v is not checked", l.ID, row)
+			}
 		}
 		if got := findRow(v.Items, rowStatus).Title; !strings.HasSuffix(got, " · cpu") {
 			t.Errorf("status row %q, want the cpu backend", got)
