@@ -158,6 +158,22 @@ func (s *Sequence) Close() {
 // or of every one ([len(tokens)*vocab]) when all is true. Long inputs run in
 // chunks. On error the sequence is left as it was before the call.
 func (s *Sequence) Forward(ctx context.Context, tokens []int32, all bool) ([]float32, error) {
+	return s.forward(ctx, tokens, all, false)
+}
+
+// ForwardArgmax appends tokens like Forward and returns the id of the last
+// one's largest logit, by sample.Argmax's rule (greedy decoding). The
+// backend picks it where the logits are (tensor.Argmax), so a step reads
+// back 4 bytes instead of the vocabulary's logits.
+func (s *Sequence) ForwardArgmax(ctx context.Context, tokens []int32) (int32, error) {
+	out, err := s.forward(ctx, tokens, false, true)
+	if err != nil {
+		return 0, err
+	}
+	return int32(out[0]), nil
+}
+
+func (s *Sequence) forward(ctx context.Context, tokens []int32, all, argmax bool) ([]float32, error) {
 	if len(tokens) == 0 {
 		return nil, errors.New("forward: no tokens")
 	}
@@ -169,31 +185,37 @@ func (s *Sequence) Forward(ctx context.Context, tokens []int32, all bool) ([]flo
 	for i := 0; i < len(tokens); i += s.m.chunk {
 		chunk := tokens[i:min(i+s.m.chunk, len(tokens))]
 		lastChunk := i+len(chunk) == len(tokens)
-		logits, err := s.run(ctx, chunk, all)
+		res, err := s.run(ctx, chunk, all, argmax)
 		if err != nil {
 			s.Trim(s.Len() - start)
 			return nil, err
 		}
 		if all || lastChunk {
-			out = append(out, logits...)
+			out = append(out, res...)
 		}
 	}
 	return out, nil
 }
 
-func (s *Sequence) run(ctx context.Context, tokens []int32, all bool) ([]float32, error) {
+// run runs one chunk and reads back its logits, or with argmax only the
+// index of the largest logit of each row.
+func (s *Sequence) run(ctx context.Context, tokens []int32, all, argmax bool) ([]float32, error) {
 	g := tensor.NewGraph(s.m.backend)
 	before := s.Len()
-	logits, err := s.m.impl.Forward(g, &family.Batch{Tokens: tokens, Pos: before, Caches: s.caches, AllLogits: all})
+	res, err := s.m.impl.Forward(g, &family.Batch{Tokens: tokens, Pos: before, Caches: s.caches, AllLogits: all})
+	if err == nil && argmax {
+		res = g.Argmax(res)
+		err = g.Err()
+	}
 	if err == nil {
-		err = s.m.backend.Run(ctx, g, logits)
+		err = s.m.backend.Run(ctx, g, res)
 	}
 	if err != nil {
 		s.Trim(s.Len() - before)
 		return nil, err
 	}
-	out := make([]float32, tensor.Elements(g.Shape(logits)))
-	if err := s.m.backend.Read(logits, out); err != nil {
+	out := make([]float32, tensor.Elements(g.Shape(res)))
+	if err := s.m.backend.Read(res, out); err != nil {
 		return nil, err
 	}
 	return out, nil

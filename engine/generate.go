@@ -121,8 +121,21 @@ func (r *Runner) run(j *job) (Usage, error) {
 	}
 	defer seq.Close()
 
-	logits, err := seq.Forward(j.ctx, ids, false)
-	if err != nil {
+	// Plain greedy decoding needs only each step's best id, so the backend
+	// picks it and the logits stay on the device; logprobs and penalties
+	// need the logits here.
+	onDevice := req.Sample.PlainGreedy() && !req.Logprobs
+	var logits []float32
+	var best int32
+	forward := func(tokens []int32) (err error) {
+		if onDevice {
+			best, err = seq.ForwardArgmax(j.ctx, tokens)
+		} else {
+			logits, err = seq.Forward(j.ctx, tokens, false)
+		}
+		return err
+	}
+	if err := forward(ids); err != nil {
 		return u, err
 	}
 	u.PrefillDuration = time.Since(start)
@@ -135,7 +148,10 @@ func (r *Runner) run(j *job) (Usage, error) {
 		if req.Logprobs {
 			raw = append([]float32(nil), logits...) // before penalties
 		}
-		id := sampler.Sample(logits)
+		id := best
+		if !onDevice {
+			id = sampler.Sample(logits)
+		}
 		var lp *TokenLogprob
 		if raw != nil {
 			lp = r.logprob(sample.LogSoftmax(raw, id, req.TopLogprobs))
@@ -163,7 +179,7 @@ func (r *Runner) run(j *job) (Usage, error) {
 		if n+1 == maxNew {
 			break
 		}
-		if logits, err = seq.Forward(j.ctx, []int32{id}, false); err != nil {
+		if err := forward([]int32{id}); err != nil {
 			return u, err
 		}
 	}

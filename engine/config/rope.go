@@ -89,7 +89,10 @@ func parseRope(m map[string]json.RawMessage) (Rope, error) {
 	rp.Factor = r.float("factor", 1)
 	rp.LowFreqFactor = r.float("low_freq_factor", 1)
 	rp.HighFreqFactor = r.float("high_freq_factor", 4)
-	rp.OriginalMaxPositionEmbeddings = r.int("original_max_position_embeddings", top.int("original_max_position_embeddings", 0))
+	// transformers' standardize_rope_params prefers a top-level
+	// original_max_position_embeddings (Phi-3 keeps it there) to the rope
+	// object's own.
+	rp.OriginalMaxPositionEmbeddings = top.int("original_max_position_embeddings", r.int("original_max_position_embeddings", 0))
 	rp.PartialRotaryFactor = r.float("partial_rotary_factor", rp.PartialRotaryFactor)
 	if r.err != nil {
 		return rp, fmt.Errorf("rope parameters: %w", r.err)

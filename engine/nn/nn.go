@@ -37,6 +37,18 @@ func (l *Loader) upload(w tensor.Weight, shape ...int) tensor.T {
 	return t
 }
 
+// Weight uploads a weight the caller got from the Binder (or assembled from
+// several, e.g. stacked experts), checking its logical shape. A zero
+// Weight (a miss the Binder recorded) gives none.
+func (l *Loader) Weight(w tensor.Weight, shape ...int) tensor.T { return l.upload(w, shape...) }
+
+// Fail records a load error found by model code; the first one is kept.
+func (l *Loader) Fail(err error) {
+	if l.err == nil {
+		l.err = err
+	}
+}
+
 // Tensor uploads a required dense tensor of the given shape.
 func (l *Loader) Tensor(name string, shape ...int) tensor.T {
 	return l.upload(l.W.Tensor(name), shape...)

@@ -4,28 +4,49 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"sync"
 
 	"hearth/engine/config"
 	"hearth/engine/tensor"
 )
 
 // RopeTypes lists the rope_type values NewRope computes.
-var RopeTypes = []string{"default", "linear", "llama3", "longrope"}
+var RopeTypes = []string{"default", "linear", "llama3", "longrope", "su", "yarn", "dynamic"}
 
 // Rope is a layer's rotary embedding. Most types have one table; LongRoPE
 // switches to its long table once a pass reaches past the original context,
-// as transformers' dynamic update does.
+// as transformers' dynamic update does; dynamic NTK recomputes its table
+// for every sequence length past max_position_embeddings.
 type Rope struct {
 	short, long *tensor.Rope
 	switchAt    int // positions ≥ switchAt use long
+	dyn         *dynamicNTK
 }
 
 // Table returns the table for a forward pass whose last position is end-1.
 func (r *Rope) Table(end int) *tensor.Rope {
+	if r.dyn != nil && end > r.dyn.maxPos {
+		return r.dyn.table(end)
+	}
 	if r.long != nil && end > r.switchAt {
 		return r.long
 	}
 	return r.short
+}
+
+// CheckPass refuses a pass over positions [start, end) whose table differs
+// from the one the cached positions before start were rotated with. Only
+// dynamic NTK does that: past max_position_embeddings transformers
+// recomputes the frequencies for the whole sequence at every length, so a
+// cached key would need rotating again. Hearth's runner caps the context
+// at max_position_embeddings, where dynamic is the default table; a single
+// pass from position 0 is exact at any length.
+func (r *Rope) CheckPass(start, end int) error {
+	if r.dyn != nil && start > 0 && end > r.dyn.maxPos {
+		return fmt.Errorf("rope dynamic: positions up to %d pass max_position_embeddings %d, where transformers re-derives the frequencies of every cached position; start a new sequence within %d tokens",
+			end, r.dyn.maxPos, r.dyn.maxPos)
+	}
+	return nil
 }
 
 // WithTraditional returns a copy of r that rotates adjacent pairs (2i,
@@ -68,6 +89,14 @@ func NewRope(c config.Rope, headDim, maxPositions int) (*Rope, error) {
 		}
 	case "longrope", "su":
 		return longrope(c, dims, maxPositions)
+	case "yarn":
+		return yarn(c, dims, maxPositions)
+	case "dynamic":
+		if _, ok := c.Params["factor"]; !ok || c.Factor <= 0 || maxPositions <= 0 || dims <= 2 {
+			return nil, fmt.Errorf("rope dynamic: needs factor > 0, max_position_embeddings and more than 2 rotary dims (got %v, %d, %d)", c.Factor, maxPositions, dims)
+		}
+		d := &dynamicNTK{theta: c.Theta, factor: c.Factor, dims: dims, maxPos: maxPositions, tables: map[int]*tensor.Rope{}}
+		return &Rope{short: table(inv, 1), dyn: d}, nil
 	default:
 		return nil, fmt.Errorf("unsupported rope type %q (supported: %v)", c.Type, RopeTypes)
 	}
@@ -154,4 +183,148 @@ func longrope(c config.Rope, dims, maxPositions int) (*Rope, error) {
 		return &tensor.Rope{InvFreq: inv, Dims: dims, Scale: float32(attn)}
 	}
 	return &Rope{short: build(short), long: build(long), switchAt: orig}, nil
+}
+
+// yarn is transformers' _compute_yarn_parameters (5.x): frequencies below
+// the correction range keep the original (extrapolated) value, those above
+// it are divided by factor (interpolated), a linear ramp blends the band
+// between, and attention_factor scales cos and sin. Tensor steps are
+// float32 as in torch; the correction range is float64 as in Python.
+func yarn(c config.Rope, dims, maxPositions int) (*Rope, error) {
+	p := ropeParams{m: c.Params}
+	orig := c.OriginalMaxPositionEmbeddings
+	if orig <= 0 {
+		orig = maxPositions // transformers' standardize_rope_params default
+	}
+	factor := p.float("factor", 0)
+	if factor == 0 && orig > 0 {
+		factor = float64(maxPositions) / float64(orig)
+	}
+	attn := p.float("attention_factor", 0)
+	if attn == 0 {
+		ms, msAll := p.float("mscale", 0), p.float("mscale_all_dim", 0)
+		if ms != 0 && msAll != 0 {
+			attn = yarnMscale(factor, ms) / yarnMscale(factor, msAll)
+		} else {
+			attn = yarnMscale(factor, 1)
+		}
+	}
+	betaFast, betaSlow := p.float("beta_fast", 0), p.float("beta_slow", 0)
+	if betaFast == 0 {
+		betaFast = 32
+	}
+	if betaSlow == 0 {
+		betaSlow = 1
+	}
+	truncate := p.bool("truncate", true)
+	if p.err != nil {
+		return nil, fmt.Errorf("rope yarn: %w", p.err)
+	}
+	if factor <= 0 || orig <= 0 || c.Theta <= 1 {
+		return nil, fmt.Errorf("rope yarn: needs factor > 0, original_max_position_embeddings and rope_theta > 1 (got %v, %d, %v)", factor, orig, c.Theta)
+	}
+	corr := func(rot float64) float64 {
+		return float64(dims) * math.Log(float64(orig)/(rot*2*math.Pi)) / (2 * math.Log(c.Theta))
+	}
+	low, high := corr(betaFast), corr(betaSlow)
+	if truncate {
+		low, high = math.Floor(low), math.Ceil(high)
+	}
+	low, high = max(low, 0), min(high, float64(dims-1))
+	if low == high {
+		high += 0.001 // transformers' guard against a zero-width ramp
+	}
+	lowF, span := float32(low), float32(high-low)
+	f := float32(factor)
+	inv := make([]float32, dims/2)
+	for i := range inv {
+		e := float32(2*i) / float32(dims)
+		pos := float32(math.Pow(c.Theta, float64(e)))
+		extra := 1 / pos
+		inter := 1 / (f * pos)
+		ramp := min(max((float32(i)-lowF)/span, 0), 1)
+		keep := 1 - ramp // transformers' inv_freq_extrapolation_factor
+		// Each product is rounded on its own (no fused multiply-add), as torch does.
+		inv[i] = float32(inter*(1-keep)) + float32(extra*keep)
+	}
+	return &Rope{short: &tensor.Rope{InvFreq: inv, Dims: dims, Scale: float32(attn)}}, nil
+}
+
+// yarnMscale is transformers' get_mscale.
+func yarnMscale(scale, m float64) float64 {
+	if scale <= 1 {
+		return 1
+	}
+	return 0.1*m*math.Log(scale) + 1
+}
+
+// dynamicNTK is transformers' dynamic NTK-aware rope: within
+// max_position_embeddings the default table; past it, rope_theta grows
+// with the sequence length L as theta·(factor·L/max − (factor−1))^(d/(d−2)).
+type dynamicNTK struct {
+	theta, factor float64
+	dims, maxPos  int
+	mu            sync.Mutex
+	tables        map[int]*tensor.Rope
+}
+
+func (d *dynamicNTK) table(end int) *tensor.Rope {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if t, ok := d.tables[end]; ok {
+		return t
+	}
+	// The sequence length reaches torch as an int64 tensor, so the new base
+	// is formed in float32.
+	x := float32(d.factor)*float32(end)/float32(d.maxPos) - float32(d.factor-1)
+	exp := float32(float64(d.dims) / float64(d.dims-2))
+	base := float32(d.theta) * float32(math.Pow(float64(x), float64(exp)))
+	inv := make([]float32, d.dims/2)
+	for i := range inv {
+		e := float32(2*i) / float32(d.dims)
+		inv[i] = 1 / float32(math.Pow(float64(base), float64(e)))
+	}
+	t := &tensor.Rope{InvFreq: inv, Dims: d.dims, Scale: 1}
+	if len(d.tables) > 64 {
+		clear(d.tables) // one pass per length at most; keep the memo small
+	}
+	d.tables[end] = t
+	return t
+}
+
+// ropeParams reads optional numbers and booleans from a rope object; null
+// counts as absent. The first malformed value is kept as an error.
+type ropeParams struct {
+	m   map[string]json.RawMessage
+	err error
+}
+
+func (p *ropeParams) float(key string, def float64) float64 {
+	raw, ok := p.m[key]
+	if !ok || string(raw) == "null" {
+		return def
+	}
+	var f float64
+	if err := json.Unmarshal(raw, &f); err != nil {
+		if p.err == nil {
+			p.err = fmt.Errorf("%q is %s, want a number", key, raw)
+		}
+		return def
+	}
+	return f
+}
+
+func (p *ropeParams) bool(key string, def bool) bool {
+	raw, ok := p.m[key]
+	if !ok || string(raw) == "null" {
+		return def
+	}
+	var b bool
+	if err := json.Unmarshal(raw, &b); err != nil {
+		if p.err == nil {
+			p.err = fmt.Errorf("%q is %s, want true or false", key, raw)
+		}
+		return def
+	}
+	return b
 }

@@ -3,6 +3,7 @@ package parity
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,11 +68,8 @@ func TestQuantizerMatchesOracle(t *testing.T) {
 				if !ok {
 					continue
 				}
-				info, _ := src.Info(prefix + ".weight")
-				raw, _ := src.Bytes(prefix + ".weight")
-				vals := make([]float32, tensor.Elements(info.Shape))
-				tensor.Float32(tensor.F32, raw, 0, vals)
-				got, err := weights.Quantize(vals, info.Shape[0], info.Shape[1], *qc.For(prefix), tensor.BF16)
+				vals, rows, cols := sourceWeight(t, src, prefix)
+				got, err := weights.Quantize(vals, rows, cols, *qc.For(prefix), tensor.BF16)
 				if err != nil {
 					t.Fatalf("%s: %v", prefix, err)
 				}
@@ -95,4 +93,40 @@ func TestQuantizerMatchesOracle(t *testing.T) {
 	if compared < 4 {
 		t.Errorf("only %d quantized entries share a seed with their f32 entry", compared)
 	}
+}
+
+// sourceWeight is the f32 weight that quantized tensor prefix was made
+// from, as rows × cols: the tensor of the same name, or for MLX's stacked
+// experts (<block>.switch_mlp.<proj>) the per-expert tensors that
+// transformers saves (<block>.experts.<e>.<proj>.weight; Mixtral's w1, w3,
+// w2), stacked.
+func sourceWeight(t *testing.T, src *weights.Set, prefix string) ([]float32, int, int) {
+	names := []string{prefix + ".weight"}
+	if block, proj, ok := strings.Cut(prefix, ".switch_mlp."); ok {
+		if _, dense := src.Info(block + ".experts.0." + proj + ".weight"); !dense {
+			proj = map[string]string{"gate_proj": "w1", "up_proj": "w3", "down_proj": "w2"}[proj]
+		}
+		names = nil
+		for e := 0; ; e++ {
+			n := fmt.Sprintf("%s.experts.%d.%s.weight", block, e, proj)
+			if _, ok := src.Info(n); !ok {
+				break
+			}
+			names = append(names, n)
+		}
+	}
+	var vals []float32
+	rows, cols := 0, 0
+	for _, n := range names {
+		info, ok := src.Info(n)
+		if !ok || len(info.Shape) != 2 {
+			t.Fatalf("%s: no 2-D f32 source %s", prefix, n)
+		}
+		raw, _ := src.Bytes(n)
+		v := make([]float32, tensor.Elements(info.Shape))
+		tensor.Float32(tensor.F32, raw, 0, v)
+		vals = append(vals, v...)
+		rows, cols = rows+info.Shape[0], info.Shape[1]
+	}
+	return vals, rows, cols
 }

@@ -44,6 +44,16 @@ func (o Options) Validate() error {
 	return nil
 }
 
+// PlainGreedy reports whether Sample reduces to Argmax of the logits as
+// the model gave them: greedy (temperature 0 or top_k 1) with no penalty
+// that would change them. The engine then lets the backend pick the token
+// and reads back only its id.
+func (o Options) PlainGreedy() bool {
+	greedy := o.Temperature == 0 || o.TopK == 1
+	penalized := o.RepetitionPenalty > 0 && o.RepetitionPenalty != 1 || o.PresencePenalty != 0 || o.FrequencyPenalty != 0
+	return greedy && !penalized
+}
+
 // Sampler holds a request's random state and the counts of tokens seen so
 // far (for penalties).
 type Sampler struct {

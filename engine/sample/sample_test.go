@@ -116,3 +116,40 @@ func TestLogSoftmax(t *testing.T) {
 		t.Errorf("top = %+v, want ids 2, 1", top)
 	}
 }
+
+// TestPlainGreedy checks the options said to reduce to Argmax do: after
+// tokens were generated (so penalties would apply), Sample still returns
+// Argmax of the untouched logits; and the ones that may not, don't claim to.
+func TestPlainGreedy(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		opt   Options
+		plain bool
+	}{
+		{"zero", Options{}, true},
+		{"top_k 1", Options{Temperature: 0.8, TopK: 1, TopP: 0.9}, true},
+		{"repetition off", Options{RepetitionPenalty: 1}, true},
+		{"temperature", Options{Temperature: 0.7}, false},
+		{"repetition", Options{RepetitionPenalty: 1.3}, false},
+		{"presence", Options{PresencePenalty: 0.5}, false},
+		{"frequency", Options{TopK: 1, FrequencyPenalty: -0.5}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.opt.PlainGreedy(); got != tc.plain {
+				t.Fatalf("PlainGreedy() = %v, want %v", got, tc.plain)
+			}
+			if !tc.plain {
+				return
+			}
+			logits := []float32{0.5, 2, 1.5, 2, -1, 1.9}
+			s := New(tc.opt, []int32{1, 3})
+			for _, id := range []int32{1, 1, 5} {
+				s.Accept(id)
+			}
+			want := Argmax(logits)
+			if got := s.Sample(append([]float32(nil), logits...)); got != want {
+				t.Errorf("Sample = %d, want Argmax %d", got, want)
+			}
+		})
+	}
+}

@@ -8,25 +8,29 @@ import "math"
 type Op uint8
 
 const (
-	OpInvalid   Op = iota
-	OpInput        // host data given at build time
-	OpEmbed        // rows of a table (dense or quantized) by token id
-	OpMatMul       // x·wᵀ
-	OpAdd          // a + b, b broadcast over a's leading axes
-	OpMul          // a * b, likewise
-	OpScale        // x * F[0]
-	OpRMSNorm      // x / rms(x) * (w + F[1])
-	OpLayerNorm    // (x - mean) / std * w + b
-	OpRoPE         // rotary position embedding
-	OpSiLU         // x * sigmoid(x)
-	OpGELUTanh     // tanh approximation of GELU
-	OpGELU         // exact (erf) GELU
-	OpSoftmax      // over the last axis
-	OpTanhCap      // F[0] * tanh(x / F[0]) (logit softcapping)
-	OpReshape      // same data, new shape
-	OpSlice        // I[0]=axis, I[1]=start, I[2]=end
-	OpStore        // copy In[1] into buffer In[0] starting at row I[0]
-	OpAttention    // scaled dot-product attention over a KV buffer
+	OpInvalid      Op = iota
+	OpInput           // host data given at build time
+	OpEmbed           // rows of a table (dense or quantized) by token id
+	OpMatMul          // x·wᵀ
+	OpAdd             // a + b, b broadcast over a's leading axes
+	OpMul             // a * b, likewise
+	OpScale           // x * F[0]
+	OpRMSNorm         // x / rms(x) * (w + F[1])
+	OpLayerNorm       // (x - mean) / std * w + b
+	OpRoPE            // rotary position embedding
+	OpSiLU            // x * sigmoid(x)
+	OpGELUTanh        // tanh approximation of GELU
+	OpGELU            // exact (erf) GELU
+	OpSoftmax         // over the last axis
+	OpTanhCap         // F[0] * tanh(x / F[0]) (logit softcapping)
+	OpReshape         // same data, new shape
+	OpSlice           // I[0]=axis, I[1]=start, I[2]=end
+	OpStore           // copy In[1] into buffer In[0] starting at row I[0]
+	OpAttention       // scaled dot-product attention over a KV buffer
+	OpRoute           // mixture-of-experts router: top-k experts and weights per row
+	OpExpertMatMul    // x·w[e]ᵀ for each row's routed experts e of a stacked weight
+	OpExpertSum       // routing-weighted sum of each row's expert outputs
+	OpArgmax          // index of each row's largest value (greedy sampling on the device)
 	numOps
 )
 
@@ -36,6 +40,8 @@ var opNames = [...]string{
 	OpLayerNorm: "LayerNorm", OpRoPE: "RoPE", OpSiLU: "SiLU", OpGELUTanh: "GELUTanh",
 	OpGELU: "GELU", OpSoftmax: "Softmax", OpTanhCap: "TanhCap", OpReshape: "Reshape",
 	OpSlice: "Slice", OpStore: "Store", OpAttention: "Attention",
+	OpRoute: "Route", OpExpertMatMul: "ExpertMatMul", OpExpertSum: "ExpertSum",
+	OpArgmax: "Argmax",
 }
 
 func (o Op) String() string {
@@ -244,4 +250,21 @@ func (g *Graph) Attention(q, k, v T, s AttnSpec) T {
 		s.Scale = float32(1 / math.Sqrt(float64(qs[2])))
 	}
 	return g.add(Node{Op: OpAttention, In: []T{q, k, v}, Shape: clone(qs), Attn: &s})
+}
+
+// MaxArgmaxWidth is the widest row Argmax takes: every index below it is
+// exact in float32.
+const MaxArgmaxWidth = 1 << 24
+
+// Argmax gives, for each row of x [n, v], the index of its largest value
+// as an exact float32 integer: [n, 1]. It is greedy sampling done where
+// the logits are, so only the token id goes back to the host. The rule is
+// sample.Argmax's, exactly: the first index among equal maxima, NaN never
+// wins (it compares false), except that a row starting with NaN gives 0.
+func (g *Graph) Argmax(x T) T {
+	xs := g.Shape(x)
+	if len(xs) != 2 || xs[1] < 1 || xs[1] > MaxArgmaxWidth {
+		return g.fail("argmax: x %v (want [n, v] with 1 ≤ v ≤ %d)", xs, MaxArgmaxWidth)
+	}
+	return g.add(Node{Op: OpArgmax, In: []T{x}, Shape: []int{xs[0], 1}})
 }

@@ -19,7 +19,7 @@ at every step (no KV cache), on exactly the weights the engine will load:
          with the BF16 scales/biases upcast, and the BF16 non-quantized
          tensors upcast.
 
-Usage: python3 make_goldens.py --out DIR [--only NAME]
+Usage: python3 make_goldens.py --out DIR [--only NAME[,NAME...]] [--archs ARCH[,ARCH...]]
 Needs: python3 with torch, numpy, safetensors, transformers (stdlib otherwise).
 """
 
@@ -171,10 +171,14 @@ ARCHS.update({
                     partial_rotary_factor=0.5, rms_norm_eps=1e-5,
                     rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
     ),
+    # Untied head: with a tied one the small embedding (std 0.1, times the
+    # multiplier 3) also makes small logits, and logits_scaling shrinks them
+    # further; the random models then loop on one id. attention_multiplier
+    # 0.2 differs from 1/sqrt(head_dim) = 0.25.
     "granite": dict(
         embed_std=0.1, config="GraniteConfig", model="GraniteForCausalLM", seed=11000, variants=GENERIC_VARIANTS,
-        kwargs=dict(head_dim=16, tie_word_embeddings=True, pad_token_id=0, embedding_multiplier=3.0,
-                    attention_multiplier=0.2, residual_multiplier=0.5, logits_scaling=2.0,
+        kwargs=dict(head_dim=16, tie_word_embeddings=False, pad_token_id=0, embedding_multiplier=3.0,
+                    attention_multiplier=0.2, residual_multiplier=0.5, logits_scaling=1.5,
                     rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
     ),
     "starcoder2": dict(
@@ -190,6 +194,278 @@ ARCHS.update({
                     rope_parameters={"rope_type": "default", "rope_theta": 2000000.0}),
     ),
 })
+
+# --- rope variants (issue 8): one f32 entry each on an arch where users meet
+# them. yarn: Qwen3 with factor 4 over an original context of 1024 at
+# head_dim 32 and theta 1e4 puts the correction range at dims [2, 9], so the
+# table has extrapolated, blended and interpolated frequencies, and the
+# attention factor 0.1*ln(4)+1 scales cos/sin (yarn's table does not depend
+# on the sequence length). dynamic: NTK-aware rope equals the default table
+# within max_position_embeddings, the only range where a cached decode can
+# match transformers' whole-sequence recompute; the entry holds that claim.
+ROPE_VARIANTS = ("f32",)
+ARCHS.update({
+    "qwen3_yarn": dict(
+        config="Qwen3Config", model="Qwen3ForCausalLM", seed=14000, variants=ROPE_VARIANTS,
+        kwargs=dict(rms_norm_eps=1e-6, head_dim=32, tie_word_embeddings=True, attention_bias=False,
+                    use_sliding_window=False, max_window_layers=2, max_position_embeddings=4096,
+                    rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
+                                     "original_max_position_embeddings": 1024}),
+    ),
+    "llama_dynamic": dict(
+        config="LlamaConfig", model="LlamaForCausalLM", seed=15000, variants=ROPE_VARIANTS,
+        kwargs=dict(head_dim=16, tie_word_embeddings=False, attention_bias=False, mlp_bias=False,
+                    max_position_embeddings=32,
+                    rope_parameters={"rope_type": "dynamic", "rope_theta": 10000.0, "factor": 2.0}),
+    ),
+})
+
+
+def check_rope_variant(model, config):
+    """For yarn and dynamic: the rotary module's inv_freq and attention_scaling
+    against the formulas worked in float64 (so a transformers change shows)."""
+    rp = config.rope_parameters
+    kind = rp.get("rope_type")
+    if kind not in ("yarn", "dynamic"):
+        return []
+    hd = config.head_dim
+    theta = float(rp["rope_theta"])
+    ext = 1.0 / (theta ** (np.arange(0, hd, 2, dtype=np.float64) / hd))
+    scale = 1.0
+    if kind == "yarn":
+        factor, orig = float(rp["factor"]), float(rp["original_max_position_embeddings"])
+
+        def corr(rot):
+            return hd * np.log(orig / (rot * 2 * np.pi)) / (2 * np.log(theta))
+
+        low, high = max(np.floor(corr(32)), 0), min(np.ceil(corr(1)), hd - 1)
+        ramp = np.clip((np.arange(hd // 2) - low) / (high - low), 0, 1)
+        want = ext / factor * ramp + ext * (1 - ramp)
+        scale = 0.1 * np.log(factor) + 1.0
+        regimes = (int(np.sum(ramp == 0)), int(np.sum((ramp > 0) & (ramp < 1))), int(np.sum(ramp == 1)))
+        if min(regimes) == 0:
+            raise RuntimeError(f"yarn regimes (extrapolated, blended, interpolated) = {regimes}: one is empty")
+    else:
+        want = ext
+        regimes = None
+    mods = [m for m in model.modules() if isinstance(getattr(m, "inv_freq", None), torch.Tensor)]
+    if not mods:
+        raise RuntimeError("no module with an inv_freq buffer")
+    for m in mods:
+        got = m.inv_freq.detach().to(torch.float64).numpy()
+        if got.shape != want.shape or not np.allclose(got, want, rtol=1e-5, atol=0):
+            raise RuntimeError(f"{kind} inv_freq {got} != expected {want}")
+        if abs(float(m.attention_scaling) - scale) > 1e-6:
+            raise RuntimeError(f"{kind} attention_scaling {m.attention_scaling} != expected {scale}")
+    return [f"{kind} inv_freq and attention_scaling {scale:.6g} match the formulas"
+            + (f"; regimes (extrapolated, blended, interpolated) = {regimes}" if regimes else
+               f"; default table within max_position_embeddings {config.max_position_embeddings}")]
+
+
+# --- mixture-of-experts archs (issue 8): small routers (4-8 experts, top 2)
+# and every MoE option the generic tier reads. qwen3_moe: mlp_only_layers
+# makes the middle layer dense, norm_topk_prob on. qwen2_moe: a shared expert
+# with its sigmoid gate, q/k/v biases, norm_topk_prob off. mixtral: a sliding
+# window shorter than the prompt (checked to matter), always-normalised
+# top-k. olmoe: full-width q/k norms, norm_topk_prob off. f32 is what
+# transformers saves; q4g64 is the MLX layout mlx-lm's sanitize writes
+# (experts stacked in <moe>.switch_mlp.{gate,up,down}_proj, routers 8-bit as
+# mlx-lm's quant_predicate keeps them).
+MOE_VARIANTS = ("f32", "q4g64")
+MIN_ROUTE_GAP = 5e-4  # between the k-th and (k+1)-th router logit, at every token, layer and step
+ARCHS.update({
+    "qwen3_moe": dict(
+        config="Qwen3MoeConfig", model="Qwen3MoeForCausalLM", seed=16000, variants=MOE_VARIANTS,
+        moe=dict(mlx="mlp", k=2),
+        kwargs=dict(num_hidden_layers=3, head_dim=16, rms_norm_eps=1e-6, tie_word_embeddings=False,
+                    num_experts=8, num_experts_per_tok=2, moe_intermediate_size=64, norm_topk_prob=True,
+                    decoder_sparse_step=1, mlp_only_layers=[1], use_sliding_window=False,
+                    rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}),
+    ),
+    "qwen2_moe": dict(
+        config="Qwen2MoeConfig", model="Qwen2MoeForCausalLM", seed=17000, variants=MOE_VARIANTS,
+        moe=dict(mlx="mlp", k=2),
+        kwargs=dict(rms_norm_eps=1e-6, tie_word_embeddings=False, num_experts=6, num_experts_per_tok=2,
+                    moe_intermediate_size=64, shared_expert_intermediate_size=128, norm_topk_prob=False,
+                    decoder_sparse_step=1, mlp_only_layers=[], use_sliding_window=False, qkv_bias=True,
+                    rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}),
+    ),
+    "mixtral": dict(
+        config="MixtralConfig", model="MixtralForCausalLM", seed=18000, variants=MOE_VARIANTS,
+        moe=dict(mlx="block_sparse_moe", k=2),
+        kwargs=dict(head_dim=16, intermediate_size=64, tie_word_embeddings=False, num_local_experts=4,
+                    num_experts_per_tok=2, sliding_window=6,
+                    rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}),
+    ),
+    "olmoe": dict(
+        config="OlmoeConfig", model="OlmoeForCausalLM", seed=19000, variants=MOE_VARIANTS,
+        moe=dict(mlx="mlp", k=2),
+        kwargs=dict(intermediate_size=64, tie_word_embeddings=False, pad_token_id=0, num_experts=8,
+                    num_experts_per_tok=2, norm_topk_prob=False, clip_qkv=None,
+                    rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+    ),
+})
+
+# Per-expert module names (gate, up, down) in Hugging Face checkpoints.
+MOE_HF_NAMES = {"mixtral": ("w1", "w3", "w2")}
+MOE_ROUTER_QUANT = {"group_size": 64, "bits": 8}
+
+
+def moe_layers(model, arch):
+    """Each sparse block: (layer prefix "model.layers.N.", block path, expert
+    count, layout), layout "fused" (experts.gate_up_proj [E, 2I, H] and
+    experts.down_proj [E, H, I]) or "list" (one module per expert)."""
+    params = dict(model.named_parameters())
+    out = []
+    for path, mod in model.named_modules():
+        if not hasattr(mod, "experts") or not isinstance(mod.experts, nn.Module) or path.endswith(".experts"):
+            continue
+        layer = path[: path.rindex(".") + 1]
+        if path + ".experts.gate_up_proj" in params:
+            e = params[path + ".experts.gate_up_proj"].shape[0]
+            out.append((layer, path, e, "fused"))
+        else:
+            e = len(mod.experts)
+            out.append((layer, path, e, "list"))
+    if not out:
+        raise RuntimeError(f"{arch}: no sparse block found")
+    return out
+
+
+def moe_expert_stacks(arch, master, path, e, layout):
+    """The stacked float32 (gate [E, I, H], up [E, I, H], down [E, H, I])
+    of one block, and the parameter names they come from."""
+    if layout == "fused":
+        gu, down = master[path + ".experts.gate_up_proj"], master[path + ".experts.down_proj"]
+        inter = gu.shape[1] // 2
+        if down.shape[2] != inter or gu.shape[2] != down.shape[1]:
+            raise RuntimeError(f"{path}: gate_up_proj {tuple(gu.shape)} and down_proj {tuple(down.shape)} "
+                               "are not [E, 2I, H] and [E, H, I]")
+        return (gu[:, :inter], gu[:, inter:], down), [path + ".experts.gate_up_proj", path + ".experts.down_proj"]
+    names = MOE_HF_NAMES.get(arch, ("gate_proj", "up_proj", "down_proj"))
+    stacks, used = [], []
+    for n in names:
+        ps = [f"{path}.experts.{i}.{n}.weight" for i in range(e)]
+        stacks.append(torch.stack([master[p] for p in ps]))
+        used += ps
+    return tuple(stacks), used
+
+
+def moe_to_mlx(arch, model, master, tensors, ref, qconf, stats, group_size, bits):
+    """Rewrites an MoE model's quantized checkpoint into mlx-lm's layout: the
+    experts of each block stacked as <block>.switch_mlp.{gate,up,down}_proj
+    (quantized), routers (and qwen2_moe's shared_expert_gate) at 8 bits
+    group 64 under per-path quantization entries. ref gets the dequantized
+    values in the model's own parameter layout."""
+    mlx = ARCHS[arch]["moe"]["mlx"]
+    for layer, path, e, layout in moe_layers(model, arch):
+        mp = layer + mlx
+        (gate, up, down), used = moe_expert_stacks(arch, master, path, e, layout)
+        for name in list(tensors):
+            if name.startswith(path + ".experts.") or name.startswith(path + ".gate.") or \
+                    name.startswith(path + ".shared_expert_gate."):
+                del tensors[name]
+        deq = {}
+        for proj, w in (("gate_proj", gate), ("up_proj", up), ("down_proj", down)):
+            q, s, b, st = mlxquant.quantize_affine(w.numpy(), group_size, bits)
+            stats["ties"] += st["ties"]
+            stats["all_negative_groups"] += st["all_negative_groups"]
+            words, sb, bb = mlxquant.pack(q, bits), mlxquant.f32_to_bf16_bits(s), mlxquant.f32_to_bf16_bits(b)
+            tensors[f"{mp}.switch_mlp.{proj}.weight"] = ("U32", words)
+            tensors[f"{mp}.switch_mlp.{proj}.scales"] = ("BF16", sb)
+            tensors[f"{mp}.switch_mlp.{proj}.biases"] = ("BF16", bb)
+            deq[proj] = torch.from_numpy(mlxquant.dequantize(
+                words, mlxquant.bf16_bits_to_f32(sb), mlxquant.bf16_bits_to_f32(bb), group_size, bits).copy())
+            stats["quantized"].append(f"{mp}.switch_mlp.{proj}:g{group_size}b{bits}")
+        if layout == "fused":
+            ref[used[0]] = torch.cat([deq["gate_proj"], deq["up_proj"]], dim=1).contiguous()
+            ref[used[1]] = deq["down_proj"].contiguous()
+        else:
+            names = MOE_HF_NAMES.get(arch, ("gate_proj", "up_proj", "down_proj"))
+            for n, proj in zip(names, ("gate_proj", "up_proj", "down_proj")):
+                for i in range(e):
+                    ref[f"{path}.experts.{i}.{n}.weight"] = deq[proj][i].contiguous()
+        for src, dst in ((path + ".gate", mp + ".gate"), (path + ".shared_expert_gate", mp + ".shared_expert_gate")):
+            if src + ".weight" not in master:
+                continue
+            g, b = MOE_ROUTER_QUANT["group_size"], MOE_ROUTER_QUANT["bits"]
+            q, s, bi, st = mlxquant.quantize_affine(master[src + ".weight"].numpy(), g, b)
+            stats["ties"] += st["ties"]
+            words, sb, bb = mlxquant.pack(q, b), mlxquant.f32_to_bf16_bits(s), mlxquant.f32_to_bf16_bits(bi)
+            tensors[dst + ".weight"] = ("U32", words)
+            tensors[dst + ".scales"] = ("BF16", sb)
+            tensors[dst + ".biases"] = ("BF16", bb)
+            ref[src + ".weight"] = torch.from_numpy(mlxquant.dequantize(
+                words, mlxquant.bf16_bits_to_f32(sb), mlxquant.bf16_bits_to_f32(bb), g, b).copy())
+            qconf[dst] = dict(MOE_ROUTER_QUANT)
+            stats["quantized"].append(f"{dst}:g{g}b{b}")
+        # anything else of the block (shared expert) keeps the model's path;
+        # mlx-lm's names differ only where the block's name does (Mixtral)
+        if mp != path:
+            for name in list(tensors):
+                if name.startswith(path + "."):
+                    tensors[mp + name[len(path):]] = tensors.pop(name)
+
+
+def moe_from_mlx(arch, loaded, ref_weights, model):
+    """Inverts moe_to_mlx on a read-back checkpoint ({name: float32 array},
+    quantized ones dequantized): the model's parameter names again."""
+    mlx = ARCHS[arch]["moe"]["mlx"]
+    out = dict(loaded)
+    for layer, path, e, layout in moe_layers(model, arch):
+        mp = layer + mlx
+        st = {p: out.pop(f"{mp}.switch_mlp.{p}.weight") for p in ("gate_proj", "up_proj", "down_proj")}
+        if layout == "fused":
+            out[path + ".experts.gate_up_proj"] = np.concatenate([st["gate_proj"], st["up_proj"]], axis=1)
+            out[path + ".experts.down_proj"] = st["down_proj"]
+        else:
+            names = MOE_HF_NAMES.get(arch, ("gate_proj", "up_proj", "down_proj"))
+            for n, proj in zip(names, ("gate_proj", "up_proj", "down_proj")):
+                for i in range(e):
+                    out[f"{path}.experts.{i}.{n}.weight"] = np.ascontiguousarray(st[proj][i])
+        if mp != path:
+            for name in list(out):
+                if name.startswith(mp + "."):
+                    out[path + name[len(mp):]] = out.pop(name)
+    return out
+
+
+class RouteGaps:
+    """Records, while a reference runs, the smallest gap between the k-th
+    and (k+1)-th router logit over every token of every sparse layer: a
+    near-tie there would let float32 summation order pick another expert."""
+
+    def __init__(self, model, arch):
+        self.min = float("inf")
+        self.hooks = []
+        spec = ARCHS[arch].get("moe")
+        if not spec:
+            return
+        self.k = spec["k"]
+        for layer, path, e, layout in moe_layers(model, arch):
+            gate = model.get_submodule(path + ".gate")
+            self.hooks.append(gate.register_forward_pre_hook(self._hook))
+
+    def _hook(self, mod, args):
+        x = args[0].detach().to(torch.float64).reshape(-1, args[0].shape[-1])
+        logits = x @ mod.weight.detach().to(torch.float64).T
+        top = torch.topk(logits, self.k + 1, dim=-1).values
+        self.min = min(self.min, float((top[:, self.k - 1] - top[:, self.k]).min()))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        for h in self.hooks:
+            h.remove()
+        return False
+
+
+def moe_saved_names(entry_dir):
+    """The tensor names of the last layer of a saved checkpoint, for the log."""
+    files = mlxquant.read_safetensors(os.path.join(entry_dir, "model.safetensors"))
+    return sorted(f"{n} {list(a.shape)}" for n, (dt, a) in files.items() if ".layers.1." in n)
+
 
 # Quantized variants: (group_size, bits).
 QUANT = {"q4g64": (64, 4), "q8g32": (32, 8)}
@@ -208,6 +484,8 @@ def make_config(arch, **overrides):
     kwargs.update(overrides)
     config = getattr(transformers, spec["config"])(**kwargs)
     config._attn_implementation = "eager"
+    if spec.get("moe"):
+        config._experts_implementation = "eager"  # the per-expert loop, not a fused kernel
     return config
 
 
@@ -264,6 +542,8 @@ def init_weights(model, seed, norm_offset=False, embed_std=None):
             w = 2.0 * z / float(p.shape[1]) ** 0.5
         elif p.ndim == 2:
             w = z / float(p.shape[1]) ** 0.5
+        elif p.ndim == 3 and ".experts." in name:  # stacked experts [E, out, in], as for Linear
+            w = (2.0 if name.endswith("down_proj") else 1.0) * z / float(p.shape[2]) ** 0.5
         else:
             raise RuntimeError(f"no init rule for parameter {name} {tuple(p.shape)}")
         master[name] = w.contiguous()
@@ -361,6 +641,8 @@ def quantize_weights(model, master, arch, variant):
         tensors[name] = ("BF16", mlxquant.f32_to_bf16_bits(w.numpy()))
     qconf = {"group_size": group_size, "bits": bits}
     qconf.update(copy.deepcopy(overrides))
+    if ARCHS[arch].get("moe"):
+        moe_to_mlx(arch, model, master, tensors, ref, qconf, stats, group_size, bits)
     return ref, tensors, qconf, stats
 
 
@@ -443,6 +725,8 @@ def check_reload_quant(arch, entry_dir, ref_weights, prompt, golden0):
             loaded[name] = mlxquant.dequantize(arr, s, bb, g, b)
         else:
             loaded[name] = mlxquant.as_f32(dtype, arr)
+    if ARCHS[arch].get("moe"):
+        loaded = moe_from_mlx(arch, loaded, ref_weights, new_model(arch, make_config(arch)))
     for name, w in ref_weights.items():
         if name not in loaded:
             raise RuntimeError(f"{name} missing from the written checkpoint")
@@ -492,10 +776,12 @@ def build_entry(arch, variant, out_dir, args_list):
                 log(f"  {name} seed {seed}: quantization stats {qstats}, retrying")
                 continue
         load_weights(model, ref)
-        logits, greedy, margins = run_reference(model, prompt)
+        with RouteGaps(model, arch) as gaps:
+            logits, greedy, margins = run_reference(model, prompt)
         std0 = float(logits[0].std())
-        if min(margins) < MIN_MARGIN or len(set(greedy)) < MIN_DISTINCT:
-            log(f"  {name} seed {seed}: margin {min(margins):.4g}, {len(set(greedy))} distinct; retrying")
+        if min(margins) < MIN_MARGIN or len(set(greedy)) < MIN_DISTINCT or gaps.min < MIN_ROUTE_GAP:
+            log(f"  {name} seed {seed}: margin {min(margins):.4g}, {len(set(greedy))} distinct, "
+                f"route gap {gaps.min:.3g}; retrying")
             continue
         break
     else:
@@ -513,9 +799,12 @@ def build_entry(arch, variant, out_dir, args_list):
     if arch in ("llama", "mistral", "qwen2", "qwen3"):
         inv = check_rope(model, config)
         checks.append(f"inv_freq matches {config.rope_parameters.get('rope_type')}: {['%.6g' % v for v in inv]}")
+    checks += check_rope_variant(model, config)
     if not 1.0 <= std0 <= 4.0:
         log(f"  WARNING {name}: step-0 logit std {std0:.3g} outside [1, 4]")
-    if arch == "mistral":
+    if ARCHS[arch].get("moe"):
+        checks.append(f"smallest router top-k gap {gaps.min:.4g} (>= {MIN_ROUTE_GAP})")
+    if arch in ("mistral", "mixtral"):
         final_seq = prompt + greedy[:-1]
         diff = check_sliding_window(arch, ref, final_seq, logits[-1])
         checks.append(f"sliding window changes last-step logits by {diff:.4g}")
@@ -548,6 +837,8 @@ def build_entry(arch, variant, out_dir, args_list):
     if d > 1e-5:
         raise RuntimeError(f"reloaded {name} gives step-0 logits off by {d}")
     checks.append(f"reloaded from disk: step-0 max abs diff {d:.3g}")
+    if ARCHS[arch].get("moe"):
+        checks.append("layer 1 tensors: " + ", ".join(moe_saved_names(entry_dir)))
     if arch not in ("llama", "mistral", "qwen2", "qwen3"):
         with open(os.path.join(entry_dir, "config.json")) as f:
             log(f"  {name} config.json: {json.dumps(json.load(f), sort_keys=True)}")
@@ -594,7 +885,8 @@ def build_entry(arch, variant, out_dir, args_list):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="output folder")
-    ap.add_argument("--only", help="build only this entry, e.g. llama-f32 (merged into an existing manifest)")
+    ap.add_argument("--only", help="build only these entries, comma-separated, e.g. llama-f32,granite-q4g64 "
+                    "(merged into an existing manifest)")
     ap.add_argument("--archs", help="build only these archs, comma-separated (merged into an existing manifest)")
     args = ap.parse_args()
     args_list = sys.argv[1:]
@@ -609,9 +901,11 @@ def main():
     if args.archs:
         names = [n for n in names if n.split("-")[0] in args.archs.split(",")]
     if args.only:
-        if args.only not in names:
-            ap.error(f"unknown entry {args.only!r}; entries: {', '.join(names)}")
-        names = [args.only]
+        only = args.only.split(",")
+        unknown = [n for n in only if n not in names]
+        if unknown:
+            ap.error(f"unknown entries {unknown}; entries: {', '.join(names)}")
+        names = only
     os.makedirs(args.out, exist_ok=True)
     mpath = os.path.join(args.out, "manifest.json")
     entries = {}

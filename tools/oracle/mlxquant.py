@@ -78,6 +78,10 @@ def quantize_affine(w, group_size, bits):
     the number of groups that are entirely negative.
     """
     w = np.ascontiguousarray(w, dtype=np.float32)
+    if w.ndim > 2:  # stacked experts [..., out, in]: each row quantizes alike
+        q, s, b, st = quantize_affine(w.reshape(-1, w.shape[-1]), group_size, bits)
+        lead = w.shape[:-1]
+        return q.reshape(w.shape), s.reshape(lead + (-1,)), b.reshape(lead + (-1,)), st
     if w.ndim != 2 or w.shape[1] % group_size != 0:
         raise ValueError(f"cannot quantize shape {w.shape} with group size {group_size}")
     if bits not in (2, 4, 8):
@@ -113,6 +117,8 @@ def quantize_affine(w, group_size, bits):
 def pack(q, bits):
     """Packs levels q [out, in] into uint32 words [out, in*bits/32], element i in bits [i*bits, (i+1)*bits)."""
     per_word = 32 // bits
+    if q.ndim > 2:
+        return pack(q.reshape(-1, q.shape[-1]), bits).reshape(q.shape[:-1] + (-1,))
     out_dim, in_dim = q.shape
     if in_dim % per_word != 0:
         raise ValueError(f"cannot pack {in_dim} elements {per_word} to a word")
@@ -133,6 +139,11 @@ def unpack(words, bits):
 
 def dequantize(words, scales, biases, group_size, bits):
     """Dequantizes packed words with float32 scales/biases: float32(q)*scale + bias, in float32."""
+    if words.ndim > 2:  # stacked experts
+        lead = words.shape[:-1]
+        flat = dequantize(words.reshape(-1, words.shape[-1]), np.asarray(scales).reshape(-1, np.shape(scales)[-1]),
+                          np.asarray(biases).reshape(-1, np.shape(biases)[-1]), group_size, bits)
+        return flat.reshape(lead + (-1,))
     q = unpack(words, bits).astype(np.float32)
     out_dim, in_dim = q.shape
     g = q.reshape(out_dim, in_dim // group_size, group_size)

@@ -43,11 +43,12 @@ type Backend struct {
 }
 
 type buffer struct {
-	w     *tensor.Weight // uploaded weight, or nil
-	m     *mat           // the weight as the matmul kernels see it (2-D)
-	data  []float32      // Alloc'd buffer, or a widened vector weight
-	shape []int
-	live  bool
+	w       *tensor.Weight // uploaded weight, or nil
+	m       *mat           // the weight as the matmul kernels see it (2-D)
+	experts []*mat         // a stacked 3-D weight, one mat per expert
+	data    []float32      // Alloc'd buffer, or a widened vector weight
+	shape   []int
+	live    bool
 }
 
 // Options configure the backend.
@@ -104,15 +105,16 @@ func (b *Backend) Upload(w tensor.Weight) (tensor.T, error) {
 		if b := w.Quant.Bits; b < 2 || b > 8 || b == 7 {
 			return tensor.T{}, fmt.Errorf("upload %q: %d-bit quantization is not supported (2, 3, 4, 5, 6 and 8 are)", w.Name, w.Quant.Bits)
 		}
-		if len(w.Shape) != 2 {
-			return tensor.T{}, fmt.Errorf("upload %q: quantized weight of shape %v, want 2-D", w.Name, w.Shape)
+		if len(w.Shape) != 2 && len(w.Shape) != 3 {
+			return tensor.T{}, fmt.Errorf("upload %q: quantized weight of shape %v, want 2-D (or 3-D stacked experts)", w.Name, w.Shape)
 		}
 		q := w.Quant
-		if q.GroupSize <= 0 || w.Shape[1]%q.GroupSize != 0 || w.Shape[1]*q.Bits%32 != 0 {
+		cols := w.Shape[len(w.Shape)-1]
+		if q.GroupSize <= 0 || cols%q.GroupSize != 0 || cols*q.Bits%32 != 0 {
 			return tensor.T{}, fmt.Errorf("upload %q: shape %v does not fit %d-bit quantization with group size %d", w.Name, w.Shape, q.Bits, q.GroupSize)
 		}
-		groups := w.Shape[0] * w.Shape[1] / q.GroupSize
-		if len(w.Data) != w.Shape[0]*w.Shape[1]*q.Bits/8 || len(w.Scales) != groups*w.ScaleDType.Size() || len(w.Biases) != len(w.Scales) || w.ScaleDType.Size() == 0 {
+		groups := tensor.Elements(w.Shape) / q.GroupSize
+		if len(w.Data) != tensor.Elements(w.Shape)*q.Bits/8 || len(w.Scales) != groups*w.ScaleDType.Size() || len(w.Biases) != len(w.Scales) || w.ScaleDType.Size() == 0 {
 			return tensor.T{}, fmt.Errorf("upload %q: buffers of %d, %d and %d bytes do not fit %v", w.Name, len(w.Data), len(w.Scales), len(w.Biases), w.Shape)
 		}
 	case w.DType == tensor.F32 || w.DType == tensor.F16 || w.DType == tensor.BF16:
@@ -126,6 +128,9 @@ func (b *Backend) Upload(w tensor.Weight) (tensor.T, error) {
 	buf := buffer{w: &wc, shape: append([]int(nil), w.Shape...), live: true}
 	if len(w.Shape) == 2 {
 		buf.m = newMat(&wc)
+	}
+	if len(w.Shape) == 3 {
+		buf.experts = expertMats(&wc)
 	}
 	if len(w.Shape) == 1 && !w.Quantized() {
 		// Vectors (norm weights, biases) are tiny: widen them once so

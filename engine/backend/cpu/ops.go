@@ -78,6 +78,14 @@ func (b *Backend) exec(g *tensor.Graph, i int) error {
 		copy(dst[n.I[0]*rowLen:], src)
 	case tensor.OpAttention:
 		b.attention(g, n, b.vals[i])
+	case tensor.OpRoute:
+		return b.route(g, i)
+	case tensor.OpExpertMatMul:
+		return b.expertMatMul(g, i)
+	case tensor.OpExpertSum:
+		return b.expertSum(g, i)
+	case tensor.OpArgmax:
+		return b.argmax(g, i)
 	default:
 		return fmt.Errorf("op %v is not implemented by the cpu backend", n.Op)
 	}

@@ -7,7 +7,11 @@ type scratch struct {
 	xp, xsum, xt []float32
 	xq4, xq8     []int8
 	dv4, dv8     []float32
-	workers      []workerScratch
+	// ExpertMatMul: per-expert counts and fill cursors, (token, slot)
+	// pairs bucketed by expert, gathered inputs and outputs
+	moeCount, moeFill, moePairs, moeIDs []int
+	moeX, moeY                          []float32
+	workers                             []workerScratch
 }
 
 // workerScratch is one worker's private memory.
@@ -49,4 +53,6 @@ type tasks struct {
 	attnBlock attnBlockTask
 	ew        ewTask
 	nodeMats  [maxFused]mat
+	moeMat    [1]*mat
+	moeOut    [1][]float32
 }

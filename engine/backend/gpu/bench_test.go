@@ -18,8 +18,9 @@ import (
 
 var (
 	benchModels = flag.String("gpubench.models", "llama-3.2-1b,llama-3.1-8b", "synthetic shapes BenchmarkLlama runs (llama-3.2-1b, llama-3.1-8b, tiny)")
-	benchShapes = flag.String("gpubench.shapes", "", "extra matvec shapes for the decode benchmark, e.g. 4x32,2x64 (rows x lanes)")
+	benchShapes = flag.String("gpubench.shapes", "", "extra matvec shapes for the decode benchmark, e.g. 4x32,2x64 (row kernel: rows x lanes), c8x256 (column kernel: rows per workgroup x most threads)")
 	benchFills  = flag.Int("gpubench.prefills", 3, "prefills timed per prefill benchmark, whatever b.N is (a prefill of the 8B shape takes about a second)")
+	benchArgmax = flag.String("gpubench.argmax", "device", "where decode picks each token: device (the Argmax op; 4 bytes read back, as the engine does for plain greedy requests) or host (the logits read back and argmax'ed on the host)")
 	benchBW     = flag.Float64("gpubench.bw", 4.3e12, "memory bandwidth in bytes/s that decode is compared with (H200: 4.3e12 measured copy, 4.8e12 datasheet)")
 	benchDir    string // synthetic checkpoints, removed by TestMain
 )
@@ -115,12 +116,17 @@ func prompt(n, vocab int) []int32 {
 
 // BenchmarkLlama measures prefill and decode of synthetic Llama-3.2-1B and
 // Llama-3.1-8B shapes with 4-bit MLX weights (group 64, BF16 scales), the
-// way engine.Sequence runs them (chunks of 512, host argmax between steps).
-// Decode reports tok/s, the host time spent in Run (plan lookup, input and
-// parameter upload, encoding, submit), the device-bound time per token
-// (16 steps submitted back to back, one read), and both as a percentage of
-// the memory-bandwidth bound (weights + KV bytes per token over
-// -gpubench.bw). The first decode run also logs a per-kernel profile.
+// way engine.Sequence runs them (chunks of 512; each decode step's token
+// picked by the Argmax op on the device and read back alone, or with
+// -gpubench.argmax=host the logits read back and argmax'ed on the host).
+// Decode reports tok/s; per token the host time spent recording the graph,
+// in Run (plan lookup, input and parameter upload, encoding, submit),
+// waiting in Read and picking the token (the host argmax, or reading the
+// id); the device-bound time per token (16
+// steps submitted back to back, one read); and tok/s and device-bound time
+// as a percentage of the memory-bandwidth bound (weights + KV bytes per
+// token over -gpubench.bw). The first decode run also logs a per-kernel
+// profile.
 //
 //	go test -run '^$' -bench Llama -benchtime 64x ./engine/backend/gpu/
 func BenchmarkLlama(b *testing.B) {
@@ -134,25 +140,26 @@ func BenchmarkLlama(b *testing.B) {
 			shapes := []gpu.MatVecShape{{}}
 			for _, f := range strings.Split(*benchShapes, ",") {
 				var sh gpu.MatVecShape
-				if _, err := fmt.Sscanf(f, "%dx%d", &sh.Rows, &sh.Lanes); err == nil {
+				if _, err := fmt.Sscanf(f, "c%dx%d", &sh.Cols, &sh.Threads); err == nil {
+					shapes = append(shapes, sh)
+				} else if _, err := fmt.Sscanf(f, "%dx%d", &sh.Rows, &sh.Lanes); err == nil {
 					shapes = append(shapes, sh)
 				}
 			}
 			for _, sh := range shapes {
 				label := "decode"
-				if sh.Rows != 0 {
+				switch {
+				case sh.Cols != 0:
+					label = fmt.Sprintf("decode-c%dx%d", sh.Cols, sh.Threads)
+				case sh.Rows != 0:
 					label = fmt.Sprintf("decode-%dx%d", sh.Rows, sh.Lanes)
 				}
 				b.Run(label, func(b *testing.B) {
 					bn := loadBench(b, s)
-					def := gpu.MatVecShape{Rows: 2, Lanes: 32}
-					if sh.Rows == 0 {
-						sh = def
-					}
 					if err := bn.b.SetMatVec(sh); err != nil {
 						b.Fatal(err)
 					}
-					defer bn.b.SetMatVec(def)
+					defer bn.b.SetMatVec(gpu.MatVecShape{})
 					benchDecode(b, bn, 512)
 				})
 			}
@@ -200,39 +207,80 @@ func benchDecode(b *testing.B, bn *bench, ctxTokens int) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// step records a decode step and the value Read takes: the logits, or
+	// with the device argmax the token id alone
+	onDevice := *benchArgmax == "device"
+	if !onDevice && *benchArgmax != "host" {
+		b.Fatalf("-gpubench.argmax=%q: want device or host", *benchArgmax)
+	}
+	out := logits
+	if onDevice {
+		out = make([]float32, 1)
+	}
+	step := func(tokens []int32) (*tensor.Graph, tensor.T, error) {
+		g, l, err := s.graph(tokens)
+		if err == nil && onDevice {
+			l = g.Argmax(l)
+			err = g.Err()
+		}
+		return g, l, err
+	}
+	pick := func() int32 {
+		if onDevice {
+			return int32(out[0])
+		}
+		return argmax(logits)
+	}
 	tok := argmax(logits)
 	for i := 0; i < 4; i++ { // compile and warm the decode plan
-		if logits, err = s.forward(ctx, []int32{tok}); err != nil {
+		g, l, err := step([]int32{tok})
+		if err != nil {
 			b.Fatal(err)
 		}
-		tok = argmax(logits)
+		if err := bn.m.b.Run(ctx, g, l); err != nil {
+			b.Fatal(err)
+		}
+		if err := bn.m.b.Read(l, out); err != nil {
+			b.Fatal(err)
+		}
+		tok = pick()
 	}
 	startLen := s.len()
-	var runTime, readTime time.Duration
+	var graphTime, runTime, readTime, pickTime time.Duration
+	var phases gpu.RunTimes
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		g, l, err := s.graph([]int32{tok})
+		tg := time.Now()
+		g, l, err := step([]int32{tok})
 		if err != nil {
 			b.Fatal(err)
 		}
 		t0 := time.Now()
+		graphTime += t0.Sub(tg)
 		if err := bn.m.b.Run(ctx, g, l); err != nil {
 			b.Fatal(err)
 		}
 		t1 := time.Now()
-		if err := bn.m.b.Read(l, logits); err != nil {
+		if err := bn.m.b.Read(l, out); err != nil {
 			b.Fatal(err)
 		}
-		readTime += time.Since(t1)
+		t2 := time.Now()
+		readTime += t2.Sub(t1)
 		runTime += t1.Sub(t0)
-		tok = argmax(logits)
+		rt := bn.b.LastRunTimes()
+		phases.Plan += rt.Plan
+		phases.Upload += rt.Upload
+		phases.Submit += rt.Submit
+		phases.Encode += rt.Encode
+		tok = pick()
+		pickTime += time.Since(t2)
 	}
 	b.StopTimer()
 	per := b.Elapsed().Seconds() / float64(b.N)
 	bytes := float64(bn.wBytes + bn.kvBytes(startLen+b.N/2))
 	// device-bound time: the same step submitted 16 times, one read
 	const reps = 16
-	g, l, err := s.graph([]int32{tok})
+	g, l, err := step([]int32{tok})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -243,7 +291,7 @@ func benchDecode(b *testing.B, bn *bench, ctxTokens int) {
 			b.Fatal(err)
 		}
 	}
-	if err := bn.m.b.Read(l, logits); err != nil {
+	if err := bn.m.b.Read(l, out); err != nil {
 		b.Fatal(err)
 	}
 	dev := time.Since(t0).Seconds() / reps
@@ -251,11 +299,16 @@ func benchDecode(b *testing.B, bn *bench, ctxTokens int) {
 	b.ReportMetric(per*1e3, "ms/tok")
 	b.ReportMetric(float64(runTime.Microseconds())/float64(b.N), "host-µs/tok")
 	b.ReportMetric(float64(readTime.Microseconds())/float64(b.N), "wait-µs/tok")
+	b.ReportMetric(float64(graphTime.Microseconds())/float64(b.N), "graph-µs/tok")
+	b.ReportMetric(float64(pickTime.Microseconds())/float64(b.N), "argmax-µs/tok")
+	n := time.Duration(b.N)
+	b.Logf("argmax on the %s; host per token in Run: plan %v, upload %v, submit %v, encoding the next step %v (overlapped)",
+		*benchArgmax, phases.Plan/n, phases.Upload/n, phases.Submit/n, phases.Encode/n)
 	b.ReportMetric(100*bytes / *benchBW / per, "%bw")
 	b.ReportMetric(dev*1e3, "dev-ms/tok")
 	b.ReportMetric(100*bytes / *benchBW / dev, "%bw-dev")
 	if err := bn.b.SetProfile(true); err == nil {
-		g, l, _ := s.graph([]int32{tok})
+		g, l, _ := step([]int32{tok})
 		s.trim(1)
 		if err := bn.m.b.Run(ctx, g, l); err == nil {
 			if prof, err := bn.b.LastProfile(); err == nil {

@@ -158,11 +158,11 @@ func weightKind(w tensor.Weight) (kind, error) {
 		if q.Bits < 2 || q.Bits > 8 || q.Bits == 7 {
 			return kind{}, fmt.Errorf("%d-bit quantization is not supported (2, 3, 4, 5, 6 and 8 are)", q.Bits)
 		}
-		if len(w.Shape) != 2 {
-			return kind{}, fmt.Errorf("quantized weight of shape %v, want 2-D", w.Shape)
+		if len(w.Shape) != 2 && len(w.Shape) != 3 {
+			return kind{}, fmt.Errorf("quantized weight of shape %v, want 2-D (or 3-D stacked experts)", w.Shape)
 		}
-		if q.GroupSize <= 0 || q.GroupSize%32 != 0 || w.Shape[1]%q.GroupSize != 0 {
-			return kind{}, fmt.Errorf("group size %d with %d columns (the gpu backend needs a multiple of 32 that divides the columns)", q.GroupSize, w.Shape[1])
+		if cols := w.Shape[len(w.Shape)-1]; q.GroupSize <= 0 || q.GroupSize%32 != 0 || cols%q.GroupSize != 0 {
+			return kind{}, fmt.Errorf("group size %d with %d columns (the gpu backend needs a multiple of 32 that divides the columns)", q.GroupSize, cols)
 		}
 		sdt := w.ScaleDType
 		if sdt != tensor.F32 && sdt != tensor.F16 && sdt != tensor.BF16 {

@@ -33,6 +33,7 @@ type compiler struct {
 	redirect map[int]int // root → Store node that receives it in place
 	inputOf  map[int]int // Input root → region
 	ropeOf   map[string]int
+	ropeWith map[int]int // RoPE node → an earlier RoPE node it also computes
 	inputs   []inputFill
 	kernels  []kspec
 	inBytes  uint64
@@ -43,7 +44,7 @@ func newCompiler(b *Backend, g *tensor.Graph, outs []tensor.T) *compiler {
 	c := &compiler{b: b, g: g, outs: outs,
 		root: make([]int, n), rootBuf: make([]tensor.T, n), uses: make([]int, n), isOut: make([]bool, n),
 		folded: make([]bool, n), writerAt: make([]int, n), jobAt: map[int]*mvJob{}, redirect: map[int]int{},
-		inputOf: map[int]int{}, ropeOf: map[string]int{}}
+		inputOf: map[int]int{}, ropeOf: map[string]int{}, ropeWith: map[int]int{}}
 	for i := range g.Nodes {
 		c.root[i] = i
 		c.writerAt[i] = i
@@ -102,6 +103,9 @@ func (c *compiler) build() error {
 	if c.b.skip&fuseStore == 0 {
 		c.storeFolds()
 	}
+	if !c.b.opt.NoFusion && c.b.skip&fuseRope == 0 {
+		c.ropePairs()
+	}
 	for i := range c.g.Nodes {
 		if c.folded[i] {
 			continue
@@ -155,6 +159,48 @@ func (c *compiler) storeFolds() {
 		if !clash {
 			c.redirect[r] = s
 			c.folded[s] = true
+		}
+	}
+}
+
+// ropePairs lets a RoPE node compute, in the same dispatch, an earlier
+// RoPE node with the same positions, table and head size (a layer's q and
+// k) when nothing up to and including the later one reads the earlier
+// result, the earlier one is not stored in place, and its input is a node
+// value (immutable until its last reader has run).
+func (c *compiler) ropePairs() {
+	nodes := c.g.Nodes
+	paired := map[int]bool{}
+	for j := range nodes {
+		if nodes[j].Op != tensor.OpRoPE || c.folded[j] || paired[j] {
+			continue
+		}
+		for i := j - 1; i >= 0; i-- {
+			a, b := &nodes[i], &nodes[j]
+			if a.Op != tensor.OpRoPE || c.folded[i] || paired[i] || a.Rope != b.Rope ||
+				c.rootOf(a.In[1]) != c.rootOf(b.In[1]) || c.rootOf(a.In[1]) < 0 ||
+				a.Shape[0] != b.Shape[0] || a.Shape[2] != b.Shape[2] || c.rootOf(a.In[0]) < 0 {
+				continue
+			}
+			if _, stored := c.redirect[i]; stored {
+				continue
+			}
+			read := false // j itself too: it runs in the same dispatch
+			for k := i + 1; k <= j && !read; k++ {
+				for _, t := range nodes[k].In {
+					if c.rootOf(t) == i {
+						read = true
+					}
+				}
+			}
+			if read {
+				continue
+			}
+			c.ropeWith[j] = i
+			c.folded[i] = true
+			c.writerAt[i] = j
+			paired[i], paired[j] = true, true
+			break
 		}
 	}
 }

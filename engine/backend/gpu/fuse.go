@@ -235,12 +235,16 @@ func (c *compiler) rmsFolds() {
 	}
 }
 
-// sharedFits reports whether a row of k floats plus the reduction buffer
-// fit in workgroup memory for every job.
+// sharedFits reports whether every job can fold the RMS prologue: the
+// column kernel can at any width; the row kernel needs the row of k floats
+// staged whole in workgroup memory (one block per invocation).
 func (c *compiler) sharedFits(k int, jobs []*mvJob) bool {
 	for _, j := range jobs {
-		s := c.spec(j, 1, true)
-		if (k+s.redFloats())*4 > int(c.b.limits.MaxComputeWorkgroupStorageSize) {
+		s := c.spec(j, 1)
+		if s.Col > 0 {
+			continue // the column kernel normalises x in registers, any K
+		}
+		if !s.Shared || s.CB != k/32 || k/32 > 256 {
 			return false
 		}
 	}
@@ -248,14 +252,22 @@ func (c *compiler) sharedFits(k int, jobs []*mvJob) bool {
 }
 
 // spec is the kernel shape for a job with m rows of x.
-func (c *compiler) spec(j *mvJob, m int, shared bool) *mvSpec {
+func (c *compiler) spec(j *mvJob, m int) *mvSpec {
 	w := c.bufOf(c.g.Nodes[j.mats[0]].In[1])
 	s := &mvSpec{K: w.cols(), Lanes: c.b.mv.Lanes, Rows: c.b.mv.Rows, MB: 1, Dual: j.dual}
 	if m > 1 {
-		s.MB, s.Rows, s.Shared = min(m, 4), 1, false
+		s.MB, s.Rows = min(m, 4), 1
 		return s
 	}
-	s.Shared = shared && (s.K+s.redFloats())*4 <= int(c.b.limits.MaxComputeWorkgroupStorageSize)
+	limit := int(c.b.limits.MaxComputeWorkgroupStorageSize)
+	// dense weights (4–8 vec4 words per block and row) keep the row
+	// kernel: the column kernel's registers for them crashed lavapipe
+	if c.b.mv.Cols > 0 && w.kind.quantized() && s.colFit(c.b.mv.Cols, c.b.mv.Threads, limit) {
+		return s
+	}
+	s.Col = 0
+	s.CB = s.chunkBlocks(limit)
+	s.Shared = s.CB > 0
 	return s
 }
 
@@ -267,9 +279,9 @@ func (c *compiler) matvec(j *mvJob) error {
 	if j.norm >= 0 {
 		m = 1
 	}
-	s := c.spec(j, m, true)
+	s := c.spec(j, m)
 	s.RMS = j.norm >= 0
-	if s.RMS && !s.Shared {
+	if s.RMS && s.Col == 0 && (!s.Shared || s.CB != s.K/32 || s.CB > 256) {
 		return fmt.Errorf("internal: rms prologue without workgroup memory")
 	}
 	var ops []operand

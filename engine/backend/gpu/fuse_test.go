@@ -56,6 +56,10 @@ func newFixture(t *testing.T) *fixture {
 	quant("w3", 3, 64, 40, 64)
 	quant("w5", 5, 32, 40, 64)
 	quant("w6", 6, 64, 40, 64)
+	// wider than workgroup memory holds: x is staged in chunks (448
+	// blocks of 32; 241 blocks, prime, leaves a ragged last chunk)
+	quant("wide", 4, 64, 24, 14336)
+	quant("odd", 4, 32, 8, 32*241)
 	dense("down", tensor.F16, 64, 128)
 	dense("wbf", tensor.BF16, 48, 64)
 	dense("wf32", tensor.F32, 64, 64)
@@ -93,6 +97,15 @@ func TestFusions(t *testing.T) {
 	f := newFixture(t)
 	x1, x3, x5, r96, r64 := f.randn(64), f.randn(3*64), f.randn(5*64), f.randn(96), f.randn(3*64)
 	h3 := f.randn(3 * 128)
+	// x small enough that float32 rounding over thousands of terms stays
+	// well inside the tolerance; a wrong block would be off by ~0.1
+	xw, xo, r24 := f.randn(14336), f.randn(32*241), f.randn(24)
+	for i := range xw {
+		xw[i] *= 0.1
+	}
+	for i := range xo {
+		xo[i] *= 0.1
+	}
 	type build func(g *tensor.Graph, w map[string]tensor.T, b tensor.Backend) []tensor.T
 	cases := []struct {
 		name  string
@@ -137,6 +150,33 @@ func TestFusions(t *testing.T) {
 		}},
 		{"residual-m3", func(g *tensor.Graph, w map[string]tensor.T, _ tensor.Backend) []tensor.T {
 			return []tensor.T{g.Add(g.MatMul(g.Input(h3, 3, 128), w["down"]), g.Input(r64, 3, 64))}
+		}},
+		{"chunked+residual", func(g *tensor.Graph, w map[string]tensor.T, _ tensor.Backend) []tensor.T {
+			return []tensor.T{g.Add(g.MatMul(g.Input(xw, 1, 14336), w["wide"]), g.Input(r24, 1, 24))}
+		}},
+		{"chunked-ragged", func(g *tensor.Graph, w map[string]tensor.T, _ tensor.Backend) []tensor.T {
+			return []tensor.T{g.MatMul(g.Input(xo, 1, 32*241), w["odd"])}
+		}},
+		// the column kernel folds an RMSNorm of any width: x in several
+		// blocks per invocation, and a ragged last one. An eps of 0.99
+		// against a mean square of about 0.01 keeps x near 0.1 (rounding
+		// well inside the tolerance) while Σx² still moves every output
+		// by about 0.5 %.
+		{"rms-wide", func(g *tensor.Graph, w map[string]tensor.T, _ tensor.Backend) []tensor.T {
+			return []tensor.T{g.MatMul(g.RMSNorm(g.Input(xw, 1, 14336), tensor.T{}, 0.99, 0), w["wide"])}
+		}},
+		{"rms-odd", func(g *tensor.Graph, w map[string]tensor.T, _ tensor.Backend) []tensor.T {
+			return []tensor.T{g.MatMul(g.RMSNorm(g.Input(xo, 1, 32*241), tensor.T{}, 0.99, 0), w["odd"])}
+		}},
+		{"rope-pair", func(g *tensor.Graph, w map[string]tensor.T, _ tensor.Backend) []tensor.T {
+			// q and k of one layer: one dispatch; the rope of a rope must
+			// not pair with its own input
+			h := g.Input(x1, 1, 64)
+			pos := g.InputInts([]int32{5}, 1)
+			q := g.RoPE(g.Reshape(g.MatMul(h, w["wq"]), 1, 6, 16), pos, testRope)
+			qq := g.RoPE(q, pos, testRope)
+			k := g.RoPE(g.Reshape(g.MatMul(h, w["wk"]), 1, 2, 16), pos, testRope)
+			return []tensor.T{q, qq, k}
 		}},
 		{"group-m5", func(g *tensor.Graph, w map[string]tensor.T, _ tensor.Backend) []tensor.T {
 			x := g.Input(x5, 5, 64)
@@ -207,7 +247,12 @@ func run(t *testing.T, b tensor.Backend, w map[string]tensor.T, build func(*tens
 	return res
 }
 
-// testShapes are the matrix-vector shapes the fusion test runs. Lavapipe
-// (Mesa 22.3) crashed on some graphs with rows 4 and lanes 16 or 64, so
-// the wider shapes are exercised on real GPUs only (see docs/design/gpu.md).
-var testShapes = []Options{{}, {MatVec: MatVecShape{Rows: 1, Lanes: 16}}, {MatVec: MatVecShape{Rows: 4, Lanes: 32}}}
+// testRope rotates the first 12 of 16 dimensions, the halves paired.
+var testRope = &tensor.Rope{InvFreq: []float32{1, 0.5, 0.25, 0.125, 0.0625, 0.03125}, Dims: 12, Scale: 1}
+
+// testShapes are the matrix-vector shapes the fusion test runs: row
+// kernels, then column kernels (Cols). Lavapipe (Mesa 22.3) crashed on
+// some graphs with rows 4 and lanes 16 or 64, so the wider shapes are
+// exercised on real GPUs only (see docs/design/gpu.md).
+var testShapes = []Options{{}, {MatVec: MatVecShape{Rows: 1, Lanes: 16}}, {MatVec: MatVecShape{Rows: 4, Lanes: 32}}, {MatVec: MatVecShape{Rows: 2, Lanes: 32}}, {MatVec: MatVecShape{Rows: 2, Lanes: 8}},
+	{MatVec: MatVecShape{Cols: 8}}, {MatVec: MatVecShape{Cols: 1, Threads: 64}}, {MatVec: MatVecShape{Cols: 16, Threads: 64}}, {MatVec: MatVecShape{Cols: 32, Threads: 128}}}

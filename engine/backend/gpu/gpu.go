@@ -37,12 +37,23 @@ type Options struct {
 	MatVec MatVecShape
 }
 
-// MatVecShape is how the matrix-vector kernel divides a workgroup of 256
-// invocations: Lanes invocations share one output row's dot product, and
-// each invocation carries Rows rows.
+// MatVecShape picks the matrix-vector kernel and its shape.
+//
+// The column kernel (one row of x, Cols > 0) gives each invocation of a
+// workgroup its own 32-column blocks of every row, with x held in
+// registers, and the workgroup Cols rows; Threads caps the workgroup size
+// (64, 128 or 256). The row kernel (several rows of x, always; one row
+// when Cols is 0) divides a workgroup of 256 invocations so that Lanes
+// invocations share one output row's dot product, each carrying Rows rows.
+//
+// Zero fields pick the defaults: the row kernel, 2 × 16, the fastest on
+// the H200 measured (docs/benchmarks.md). The column kernel is not yet
+// measured there, so it is not the default.
 type MatVecShape struct {
-	Rows  int // 1, 2 or 4
-	Lanes int // 16, 32 or 64
+	Rows    int // 1, 2 or 4
+	Lanes   int // 8, 16, 32 or 64
+	Cols    int // 1 … 32, a power of two; 0: the row kernel
+	Threads int // 64, 128 or 256
 }
 
 // Adapter describes the device a backend runs on.
@@ -85,6 +96,7 @@ type Backend struct {
 	stamp      *profiler // nil unless SetProfile(true)
 	timestamps bool      // the device has timestamp queries
 	skip       fusion    // fusions turned off (tests isolate one at a time)
+	times      RunTimes  // host time of the last Run
 }
 
 // fusion is a set of fusion kinds.
@@ -96,6 +108,7 @@ const (
 	fuseGroup
 	fuseRMS
 	fuseStore
+	fuseRope
 )
 
 // Probe reports the adapter New would pick, without making a device.
@@ -201,16 +214,10 @@ func New(opt Options) (*Backend, error) {
 	if opt.WeightBlockBytes > 0 {
 		b.maxBlock = min(b.maxBind, opt.WeightBlockBytes)
 	}
-	b.mv = opt.MatVec
-	if b.mv.Rows == 0 {
-		b.mv.Rows = 2
-	}
-	if b.mv.Lanes == 0 {
-		b.mv.Lanes = 32
-	}
+	b.mv = opt.MatVec.withDefaults()
 	if !validShape(b.mv) {
 		b.Close()
-		return nil, fmt.Errorf("gpu: matvec shape %+v (rows 1, 2 or 4; lanes 16, 32 or 64)", opt.MatVec)
+		return nil, fmt.Errorf("gpu: matvec shape %+v (rows 1, 2 or 4; lanes 8, 16, 32 or 64; cols 0 or a power of two up to 32; threads 64, 128 or 256)", opt.MatVec)
 	}
 	b.timestamps = len(features) > 0
 	return b, nil
@@ -232,11 +239,12 @@ func (b *Backend) SetProfile(on bool) error {
 	return nil
 }
 
-// SetMatVec changes the matrix-vector kernel's shape (for tuning); cached
-// plans are dropped.
+// SetMatVec changes the matrix-vector kernel's shape (for tuning; zero
+// fields pick the defaults); cached plans are dropped.
 func (b *Backend) SetMatVec(s MatVecShape) error {
+	s = s.withDefaults()
 	if !validShape(s) {
-		return fmt.Errorf("gpu: matvec shape %+v (rows 1, 2 or 4; lanes 16, 32 or 64)", s)
+		return fmt.Errorf("gpu: matvec shape %+v (rows 1, 2 or 4; lanes 8, 16, 32 or 64; cols 0 or a power of two up to 32; threads 64, 128 or 256)", s)
 	}
 	b.mv = s
 	for k, p := range b.plans {
@@ -247,8 +255,24 @@ func (b *Backend) SetMatVec(s MatVecShape) error {
 	return nil
 }
 
+// withDefaults fills the zero fields of s with the default shape.
+func (s MatVecShape) withDefaults() MatVecShape {
+	if s.Threads == 0 {
+		s.Threads = 256
+	}
+	if s.Rows == 0 {
+		s.Rows = 2
+	}
+	if s.Lanes == 0 {
+		s.Lanes = 16
+	}
+	return s
+}
+
 func validShape(s MatVecShape) bool {
-	return (s.Rows == 1 || s.Rows == 2 || s.Rows == 4) && (s.Lanes == 16 || s.Lanes == 32 || s.Lanes == 64)
+	pow2 := func(v, hi int) bool { return v > 0 && v <= hi && v&(v-1) == 0 }
+	return pow2(s.Rows, 4) && pow2(s.Lanes, 64) && s.Lanes >= 8 &&
+		(s.Cols == 0 || pow2(s.Cols, 32)) && pow2(s.Threads, 256) && s.Threads >= 64
 }
 
 // Name is "gpu".

@@ -39,6 +39,9 @@ func TestConformance(t *testing.T) {
 		{"split", Options{WeightBlockBytes: 1024}},
 		{"rows4lanes32", Options{MatVec: MatVecShape{Rows: 4, Lanes: 32}}},
 		{"rows1lanes16", Options{MatVec: MatVecShape{Rows: 1, Lanes: 16}}},
+		{"rows2lanes32", Options{MatVec: MatVecShape{Rows: 2, Lanes: 32}}},
+		{"rows2lanes8", Options{MatVec: MatVecShape{Rows: 2, Lanes: 8}}},
+		{"cols16threads64", Options{MatVec: MatVecShape{Cols: 16, Threads: 64}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tensortest.Check(t, newBackend(t, tc.opt)) })
 	}

@@ -47,6 +47,14 @@ func (c *compiler) node(i int) error {
 		return c.store(i)
 	case tensor.OpAttention:
 		return c.attention(i)
+	case tensor.OpRoute:
+		return c.route(i)
+	case tensor.OpExpertMatMul:
+		return c.expertMatMul(i)
+	case tensor.OpExpertSum:
+		return c.expertSum(i)
+	case tensor.OpArgmax:
+		return c.argmax(i)
 	}
 	return fmt.Errorf("op %v is not implemented by the gpu backend", nd.Op)
 }
@@ -270,16 +278,29 @@ func (c *compiler) rope(i int) error {
 		c.ropeOf[key] = tab
 	}
 	out, off := c.out(i)
-	c.add(kspec{label: "RoPE", src: source("rope", nil), ops: []operand{x, {kind: opInput, input: tab}, out},
+	ops := []operand{x, {kind: opInput, input: tab}, out}
+	// a paired earlier RoPE (ropePairs) is stream 1 of the same dispatch
+	heads1, off1, label := 0, func(*tensor.Graph) uint32 { return 0 }, "RoPE"
+	if e, ok := c.ropeWith[i]; ok {
+		x1, err := c.f32(g.Nodes[e].In[0])
+		if err != nil {
+			return err
+		}
+		var o1 operand
+		o1, off1 = c.out(e)
+		ops = append(ops, x1, o1)
+		heads1, label = g.Nodes[e].Shape[1], "RoPE pair"
+	}
+	c.add(kspec{label: label, src: source("rope", map[string]any{"Two": heads1 > 0}), ops: ops,
 		params: func(g *tensor.Graph, p *[16]uint32) {
 			r := g.Nodes[i].Rope
 			p[0], p[1], p[2], p[3] = uint32(n), uint32(heads), uint32(hd), uint32(r.Dims)
 			if r.Traditional {
 				p[4] = 1
 			}
-			p[5] = off(g)
+			p[5], p[6], p[7] = off(g), uint32(heads1), off1(g)
 		},
-		grid: grid1((n*heads*hd+255)/256, 1),
+		grid: grid1((n*(heads+heads1)*hd+255)/256, 1),
 	})
 	return nil
 }
@@ -359,7 +380,14 @@ func (c *compiler) attention(i int) error {
 	out, off := c.out(i)
 	ops = append(ops, out)
 	split := nq*hq < 512
-	data := map[string]any{"D": d, "DU": (d + 127) / 128, "Split": split}
+	// TP invocations share one key's value row (a vec4 each, DU4 of them
+	// when the row is longer than 128 vec4s); 128/TP keys go in parallel,
+	// UK per iteration (8 measured slower than 4 on the H200).
+	tp := 1
+	for tp < min(d/4, 128) {
+		tp *= 2
+	}
+	data := map[string]any{"D": d, "TP": tp, "KG": 128 / tp, "DU4": (d/4 + tp - 1) / tp, "UK": 4, "Split": split}
 	partBytes := uint64(maxSplits*nq*hq*(d+2)) * 4
 	// the partial results are a value of their own, written by the
 	// attention kernel and read by the combine kernel

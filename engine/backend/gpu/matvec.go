@@ -11,9 +11,21 @@ import (
 // A workgroup of 256 invocations computes RPW = (256/Lanes)·Rows output
 // rows of one weight: Lanes invocations stride over the 32-element blocks
 // of a row, each invocation carrying Rows rows (so one load of x serves
-// Rows weight rows) and MB rows of x, then the Lanes partial sums of every
-// row are added in workgroup memory. Workgroups [0, wg0) serve weight 0,
+// Rows weight rows) and MB rows of x. Workgroups [0, wg0) serve weight 0,
 // [wg0, wg1) weight 1, [wg1, wgt) weight 2; grid z walks x in steps of MB.
+//
+// With one row of x (decode) x is staged in workgroup memory, CB blocks at
+// a time (all of them when they fit): scaled by the power of two the
+// quantized dot product expects (so the inner loop does not scale it), with
+// each block's Σx stored beside it, and with the vec4s of a block stored in
+// a rotated order (swizzled by the block index) so that the eight lanes of
+// a quarter warp, which read eight consecutive blocks, hit distinct banks.
+// Every lane runs the same constant number of block iterations. The Lanes
+// partial sums of an output are then added by one invocation after a
+// single barrier.
+//
+// With Col > 0 the column kernel (colFit, colSource) serves one row of x
+// instead.
 //
 // Options fuse the graph's neighbours into the kernel: an RMSNorm prologue
 // (x normalised once per workgroup into workgroup memory), Dual (output
@@ -25,7 +37,8 @@ type mvSpec struct {
 	Rows   int
 	MB     int
 	Shared bool // x (one row) staged in workgroup memory
-	RMS    bool // normalise the staged x by nw (needs Shared)
+	CB     int  // blocks of x per staged chunk (Shared)
+	RMS    bool // normalise the staged x by nw (needs Shared with one chunk)
 	Dual   bool
 	W      []accessor  // w0, w1, w2
 	Norm   *accessor   // nw
@@ -33,20 +46,71 @@ type mvSpec struct {
 	Out    []int       // binding of O<i>
 	Res    []int       // binding of RES<i>, or -1
 	XBind  int
+	Col    int // column kernel: rows per workgroup; 0: the row kernel (colFit)
+	T      int // column kernel: invocations per workgroup
+	NB     int // column kernel: blocks of a row per invocation
 }
 
-func (s *mvSpec) rowsPerWG() int { return 256 / s.Lanes * s.Rows }
+func (s *mvSpec) rowsPerWG() int {
+	if s.Col > 0 {
+		return s.Col
+	}
+	return 256 / s.Lanes * s.Rows
+}
 
-// redFloats is the workgroup reduction buffer's length.
-func (s *mvSpec) redFloats() int {
-	n := 256 * s.Rows * s.MB
+// nch is the number of chunks x is staged in (Shared).
+func (s *mvSpec) nch() int { return (s.K/32 + s.CB - 1) / s.CB }
+
+// iters is the block iterations of each invocation per chunk (Shared).
+func (s *mvSpec) iters() int { return (s.CB + s.Lanes - 1) / s.Lanes }
+
+// mats is the weights one workgroup's invocation reads (2 for Dual).
+func (s *mvSpec) mats() int {
+	if s.Dual {
+		return 2
+	}
+	return 1
+}
+
+// slots is the partial sums an invocation carries.
+func (s *mvSpec) slots() int {
+	n := s.Rows * s.MB
 	if s.Dual {
 		n *= 2
 	}
 	return n
 }
 
+// redFloats is the workgroup reduction buffer's length.
+func (s *mvSpec) redFloats() int { return 256 * s.slots() }
+
+// chunkBlocks is the number of 32-element blocks of x to stage at a time
+// in limit bytes of workgroup memory: all of them when they fit, else the
+// largest multiple of Lanes that divides the block count (no bounds checks
+// in the loop), else the largest multiple of Lanes; 0 if not even Lanes
+// blocks fit.
+func (s *mvSpec) chunkBlocks(limit int) int {
+	kb := s.K / 32
+	most := (limit - s.redFloats()*4 - 16*4) / (32*4 + 4)
+	if kb <= most {
+		return kb
+	}
+	best := 0
+	for cb := s.Lanes; cb <= most; cb += s.Lanes {
+		if kb%cb == 0 {
+			best = cb
+		}
+	}
+	if best == 0 {
+		best = most / s.Lanes * s.Lanes
+	}
+	return best
+}
+
 func (s *mvSpec) source() string {
+	if s.Col > 0 {
+		return s.colSource()
+	}
 	var w strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&w, format, args...) }
 	p(`struct Params {
@@ -58,8 +122,9 @@ func (s *mvSpec) source() string {
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(%d) var<storage, read> X: array<vec4<f32>>;
 `, s.XBind)
-	for _, a := range s.W {
-		w.WriteString(a.String())
+	for i := range s.W {
+		s.W[i].Prescaled = s.Shared
+		w.WriteString(s.W[i].String())
 	}
 	if s.Norm != nil {
 		w.WriteString(s.Norm.String())
@@ -73,21 +138,23 @@ func (s *mvSpec) source() string {
 			p("@group(0) @binding(%d) var<storage, read> RES%d: array<f32>;\n", s.Res[i], i)
 		}
 	}
-	k4 := s.K / 4
-	p("const K4: u32 = %du;\nconst KB: u32 = %du;\n", k4, s.K/32)
+	kb := s.K / 32
+	p("const K4: u32 = %du;\nconst KB: u32 = %du;\n", s.K/4, kb)
 	p("var<workgroup> red: array<f32, %d>;\n", s.redFloats())
+	slots := s.slots()
 	if s.Shared {
-		p("var<workgroup> xsh: array<vec4<f32>, %d>;\n", k4)
-		p("fn xload(b: u32, m0: u32, i: u32) -> vec4<f32> { return xsh[i]; }\n")
+		p("const CB: u32 = %du;\n", s.CB)
+		p("var<workgroup> xsh: array<vec4<f32>, %d>;\nvar<workgroup> xbs: array<f32, %d>;\n", s.CB*8, s.CB)
+		if s.RMS {
+			p("var<workgroup> ssr: array<f32, 16>;\n")
+		}
 	} else {
 		p("fn xload(b: u32, m0: u32, i: u32) -> vec4<f32> { return X[min(m0 + b, P.m - 1u) * K4 + i]; }\n")
-	}
-	slots := s.Rows * s.MB
-	if s.Dual {
-		slots *= 2
+		for i := range s.Out {
+			s.accFunc(&w, i, slots)
+		}
 	}
 	for i := range s.Out {
-		s.accFunc(&w, i, slots)
 		s.storeFunc(&w, i)
 	}
 	p(`@compute @workgroup_size(256)
@@ -98,33 +165,6 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 	}
 	let m0 = wid.z * %du;
 `, s.MB)
-	if s.Shared {
-		p("\tvar ss = 0.0;\n\tfor (var i = li; i < K4; i += 256u) {\n\t\tlet v = X[m0 * K4 + i];\n\t\txsh[i] = v;\n\t\tss += dot(v, v);\n\t}\n")
-		if s.RMS {
-			p(`	red[li] = ss;
-	workgroupBarrier();
-	for (var st = 128u; st > 0u; st >>= 1u) {
-		if (li < st) {
-			red[li] += red[li + st];
-		}
-		workgroupBarrier();
-	}
-	let inv = 1.0 / sqrt(red[0] / %d.0 + P.eps);
-	workgroupBarrier();
-`, s.K)
-			if s.Norm != nil {
-				p(`	for (var i = li; i < K4; i += 256u) {
-		let c = 4u * i;
-		let nw = vec4<f32>(nw_get(0u, c), nw_get(0u, c + 1u), nw_get(0u, c + 2u), nw_get(0u, c + 3u));
-		xsh[i] = xsh[i] * inv * (nw + vec4<f32>(P.shift));
-	}
-`)
-			} else {
-				p("\tfor (var i = li; i < K4; i += 256u) {\n\t\txsh[i] = xsh[i] * inv;\n\t}\n")
-			}
-		}
-		p("\tworkgroupBarrier();\n")
-	}
 	// Which output a workgroup serves is uniform across it; the barriers
 	// stay outside the branches.
 	p("\tvar which = 0u;\n\tvar lwg = wg;\n")
@@ -134,94 +174,486 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 	case 3:
 		p("\tif (wg >= P.wg1) {\n\t\twhich = 2u;\n\t\tlwg = wg - P.wg1;\n\t} else if (wg >= P.wg0) {\n\t\twhich = 1u;\n\t\tlwg = wg - P.wg0;\n\t}\n")
 	}
+	L := s.Lanes
 	p("\tvar a: array<f32, %d>;\n", slots)
-	for i := range s.Out {
-		if i == 0 {
-			p("\tif (which == 0u) {\n")
-		} else {
-			p("\t} else if (which == %du) {\n", i)
+	branches := func(in string, body func(i int, in string)) {
+		for i := range s.Out {
+			if i == 0 {
+				p("%sif (which == 0u) {\n", in)
+			} else {
+				p("%s} else if (which == %du) {\n", in, i)
+			}
+			body(i, in+"\t")
 		}
-		p("\t\ta = acc%d(lwg, li, m0);\n", i)
+		p("%s}\n", in)
 	}
-	p("\t}\n")
+	if !s.Shared {
+		branches("\t", func(i int, in string) { p("%sa = acc%d(lwg, li, m0, a);\n", in, i) })
+	} else {
+		p("\tlet lane = li %% %du;\n\tlet row0 = lwg * %du + (li / %du) * %du;\n", L, s.rowsPerWG(), L, s.Rows)
+		nch := s.nch()
+		if nch > 1 {
+			p("\tfor (var c = 0u; c < %du; c++) {\n", nch)
+		} else {
+			p("\t{\n\t\tlet c = 0u;\n")
+		}
+		in := "\t\t"
+		ragged := s.iters()*L != s.CB || kb%s.CB != 0
+		switch {
+		case s.RMS:
+			s.rmsStage(&w)
+		case nch > 1:
+			p("%sworkgroupBarrier();\n", in)
+			s.stage(&w, in, kb%s.CB != 0)
+			p("%sworkgroupBarrier();\n", in)
+		default:
+			s.stage(&w, in, false)
+			p("%sworkgroupBarrier();\n", in)
+		}
+		branches(in, func(i int, in string) {
+			p("%sfor (var it = 0u; it < %du; it++) {\n%s\tlet lb = it * %du + lane;\n%s\tlet blk = c * CB + lb;\n", in, s.iters(), in, L, in)
+			if ragged {
+				p("%s\tif (lb >= CB || blk >= KB) {\n%s\t\tbreak;\n%s\t}\n", in, in, in)
+			}
+			// x of block lb, unswizzled (see stage)
+			p("%s\tlet o = lb * 8u;\n%s\tlet sw = lb & 7u;\n", in, in)
+			for j := 0; j < 8; j++ {
+				p("%s\tlet x%d = xsh[o + (%du ^ sw)];\n", in, j, j)
+			}
+			p("%s\tlet s = xbs[lb];\n", in)
+			for r := 0; r < s.Rows; r++ {
+				p("%s\tlet rw%d = min(row0 + %du, P.n%d - 1u);\n", in, r, r, i)
+				for m := 0; m < s.mats(); m++ {
+					p("%s\ta[%d] += %s_dot(rw%d, blk, x0, x1, x2, x3, x4, x5, x6, x7, s);\n", in, m*s.Rows+r, s.wName(i, m), r)
+				}
+			}
+			p("%s}\n", in)
+		})
+		p("\t}\n")
+	}
+	// One barrier, then one invocation per output adds its Lanes partial
+	// sums, starting at a different lane per invocation (no bank
+	// conflicts), in four independent chains.
+	S := s.Rows * s.MB
 	p(`	for (var k = 0u; k < %du; k++) {
 		red[k * 256u + li] = a[k];
 	}
 	workgroupBarrier();
-	let lane = li %% %du;
-	for (var st = %du; st > 0u; st >>= 1u) {
-		if (lane < st) {
-			for (var k = 0u; k < %du; k++) {
-				red[k * 256u + li] += red[k * 256u + li + st];
-			}
-		}
-		workgroupBarrier();
-	}
-	if (lane != 0u) {
+	if (li >= %du) {
 		return;
 	}
-`, slots, s.Lanes, s.Lanes/2, slots)
+	let grp = li / %du;
+	let k = li %% %du;
+	let row = lwg * %du + grp * %du + k / %du;
+	let mr = m0 + k %% %du;
+`, slots, 256/L*S, S, S, s.rowsPerWG(), s.Rows, s.MB, s.MB)
+	sum := func(name, slot string) {
+		p("\tvar %s: f32;\n\t{\n\t\tlet base = (%s) * 256u + grp * %du;\n", name, slot, L)
+		for q := 0; q < 4; q++ {
+			p("\t\tvar s%d = red[base + ((li + %du) & %du)];\n", q, q, L-1)
+		}
+		p("\t\tfor (var j = li + 4u; j < li + %du; j += 4u) {\n", L)
+		for q := 0; q < 4; q++ {
+			p("\t\t\ts%d += red[base + ((j + %du) & %du)];\n", q, q, L-1)
+		}
+		p("\t\t}\n\t\t%s = (s0 + s1) + (s2 + s3);\n\t}\n", name)
+	}
+	sum("v", "k")
+	args := "row, mr, v"
+	if s.Dual {
+		sum("u", fmt.Sprintf("k + %du", S))
+		args += ", u"
+	}
 	for i := range s.Out {
 		if i == 0 {
 			p("\tif (which == 0u) {\n")
 		} else {
 			p("\t} else if (which == %du) {\n", i)
 		}
-		p("\t\tstore%d(lwg, li, m0);\n", i)
+		p("\t\tstore%d(%s);\n", i, args)
 	}
 	p("\t}\n}\n")
 	return w.String()
 }
 
-// accFunc writes acc<i>: this invocation's partial sums for the rows of
-// output i it carries ([a..., u...] for Dual). The row and batch loops have
-// constant trip counts, which GPU compilers unroll; as loops they keep the
-// shader small.
+// wName is the accessor of weight m (Dual: 0 gate, 1 up) for output i.
+func (s *mvSpec) wName(i, m int) string {
+	if s.Dual {
+		return s.W[m].Name
+	}
+	return s.W[i].Name
+}
+
+// xScale is the WGSL factor staged x vec4 j of a block is multiplied by,
+// or "" for none.
+func (s *mvSpec) xScale(j int) string {
+	k := s.W[0].Kind
+	for e := 4 * j; e < 4*j+4; e++ {
+		if k.xScale(e) != 1 {
+			return " * " + k.xScaleVec(j)
+		}
+	}
+	return ""
+}
+
+// stage writes the WGSL that copies chunk c of x (blocks [c·CB, c·CB+CB))
+// into workgroup memory: each invocation one block, swizzled, scaled, and
+// its Σx in xbs.
+func (s *mvSpec) stage(w *strings.Builder, in string, check bool) {
+	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+	p("%sfor (var lb = li; lb < CB; lb += 256u) {\n", in)
+	p("%s\tlet blk = c * CB + lb;\n", in)
+	if check {
+		p("%s\tif (blk >= KB) {\n%s\t\tbreak;\n%s\t}\n", in, in, in)
+	}
+	p("%s\tlet base = m0 * K4 + blk * 8u;\n%s\tlet o = lb * 8u;\n%s\tlet sw = lb & 7u;\n", in, in, in)
+	for j := 0; j < 8; j++ {
+		p("%s\tlet v%d = X[base + %du];\n%s\txsh[o + (%du ^ sw)] = v%d%s;\n", in, j, j, in, j, j, s.xScale(j))
+	}
+	p("%s\tlet t = v0 + v1 + v2 + v3 + v4 + v5 + v6 + v7;\n%s\txbs[lb] = t.x + t.y + t.z + t.w;\n%s}\n", in, in, in)
+}
+
+// rmsStage writes the WGSL that stages all of x (KB ≤ 256 blocks, one per
+// invocation, held in registers across the reduction) normalised by its
+// RMS and the norm weight.
+func (s *mvSpec) rmsStage(w *strings.Builder) {
+	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+	p("\tvar ss = 0.0;\n")
+	for j := 0; j < 8; j++ {
+		p("\tvar v%d = vec4<f32>(0.0);\n", j)
+	}
+	p("\tif (li < KB) {\n")
+	for j := 0; j < 8; j++ {
+		p("\t\tv%d = X[m0 * K4 + li * 8u + %du];\n\t\tss += dot(v%d, v%d);\n", j, j, j, j)
+	}
+	p(`	}
+	red[li] = ss;
+	workgroupBarrier();
+	if (li < 16u) {
+		var t = 0.0;
+		for (var j = 0u; j < 16u; j++) {
+			t += red[li * 16u + j];
+		}
+		ssr[li] = t;
+	}
+	workgroupBarrier();
+	var tot = 0.0;
+	for (var j = 0u; j < 16u; j++) {
+		tot += ssr[j];
+	}
+	let inv = 1.0 / sqrt(tot / %d.0 + P.eps);
+	if (li < KB) {
+		let o = li * 8u;
+		let sw = li & 7u;
+`, s.K)
+	for j := 0; j < 8; j++ {
+		if s.Norm != nil {
+			p("\t\tlet c%d = 4u * (o + %du);\n", j, j)
+			p("\t\tlet n%d = vec4<f32>(nw_get(0u, c%d), nw_get(0u, c%d + 1u), nw_get(0u, c%d + 2u), nw_get(0u, c%d + 3u));\n", j, j, j, j, j)
+			p("\t\tlet u%d = v%d * inv * (n%d + vec4<f32>(P.shift));\n", j, j, j)
+		} else {
+			p("\t\tlet u%d = v%d * inv;\n", j, j)
+		}
+		p("\t\txsh[o + (%du ^ sw)] = u%d%s;\n", j, j, s.xScale(j))
+	}
+	p("\t\tlet t = u0 + u1 + u2 + u3 + u4 + u5 + u6 + u7;\n\t\txbs[li] = t.x + t.y + t.z + t.w;\n\t}\n\tworkgroupBarrier();\n")
+}
+
+// accFunc writes acc<i> for x read from memory (several rows of x): this
+// invocation's partial sums for the rows of output i it carries ([a...,
+// u...] for Dual), added to a0.
 func (s *mvSpec) accFunc(w *strings.Builder, i, slots int) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
 	R, MB, L := s.Rows, s.MB, s.Lanes
-	p("fn acc%d(lwg: u32, li: u32, m0: u32) -> array<f32, %d> {\n", i, slots)
-	p("\tlet lane = li %% %du;\n\tlet row0 = lwg * %du + (li / %du) * %du;\n\tlet n = P.n%d;\n", L, s.rowsPerWG(), L, R, i)
-	p("\tvar a: array<f32, %d>;\n", slots)
-	w0 := s.W[i].Name
-	if s.Dual {
-		w0 = s.W[0].Name
+	p("fn acc%d(lwg: u32, li: u32, m0: u32, a0: array<f32, %d>) -> array<f32, %d> {\n", i, slots, slots)
+	p("\tvar a = a0;\n\tlet lane = li %% %du;\n\tlet row0 = lwg * %du + (li / %du) * %du;\n\tlet n = P.n%d;\n", L, s.rowsPerWG(), L, R, i)
+	kb := s.K / 32
+	it := (kb + L - 1) / L
+	p("\tfor (var it = 0u; it < %du; it++) {\n\t\tlet blk = it * %du + lane;\n", it, L)
+	if it*L != kb {
+		p("\t\tif (blk >= KB) {\n\t\t\tbreak;\n\t\t}\n")
 	}
-	p("\tfor (var blk = lane; blk < KB; blk += %du) {\n", L)
 	p("\t\tfor (var b = 0u; b < %du; b++) {\n", MB)
 	for j := 0; j < 8; j++ {
 		p("\t\t\tlet x%d = xload(b, m0, blk * 8u + %du);\n", j, j)
 	}
 	p("\t\t\tlet t = x0 + x1 + x2 + x3 + x4 + x5 + x6 + x7;\n\t\t\tlet s = t.x + t.y + t.z + t.w;\n")
 	p("\t\t\tfor (var r = 0u; r < %du; r++) {\n\t\t\t\tlet row = min(row0 + r, n - 1u);\n", R)
-	p("\t\t\t\ta[r * %du + b] += %s_dot(row, blk, x0, x1, x2, x3, x4, x5, x6, x7, s);\n", MB, w0)
-	if s.Dual {
-		p("\t\t\t\ta[%du + r * %du + b] += %s_dot(row, blk, x0, x1, x2, x3, x4, x5, x6, x7, s);\n", R*MB, MB, s.W[1].Name)
+	for m := 0; m < s.mats(); m++ {
+		p("\t\t\t\ta[%du + r * %du + b] += %s_dot(row, blk, x0, x1, x2, x3, x4, x5, x6, x7, s);\n", m*R*MB, MB, s.wName(i, m))
 	}
 	p("\t\t\t}\n\t\t}\n\t}\n\treturn a;\n}\n")
 }
 
-// storeFunc writes store<i>: invocation 0 of a row group writes the reduced
-// sums of its rows, with the epilogue applied.
+// storeFunc writes store<i>: the reduced sum of one output row and x row,
+// with the epilogue applied.
 func (s *mvSpec) storeFunc(w *strings.Builder, i int) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
-	R, MB, L := s.Rows, s.MB, s.Lanes
-	S := R * MB
-	p("fn store%d(lwg: u32, li: u32, m0: u32) {\n", i)
-	p("\tlet row0 = lwg * %du + (li / %du) * %du;\n\tlet n = P.n%d;\n", s.rowsPerWG(), L, R, i)
-	p("\tfor (var k = 0u; k < %du; k++) {\n", S)
-	p("\t\tlet row = row0 + k / %du;\n\t\tlet mr = m0 + k %% %du;\n", MB, MB)
-	p("\t\tif (row >= n || mr >= P.m) {\n\t\t\tcontinue;\n\t\t}\n")
 	if s.Dual {
-		p("\t\tlet g = red[k * 256u + li];\n\t\tvar v = g / (1.0 + exp(-g)) * red[(k + %du) * 256u + li];\n", S)
+		p("fn store%d(row: u32, mr: u32, g: f32, u: f32) {\n", i)
 	} else {
-		p("\t\tvar v = red[k * 256u + li];\n")
+		p("fn store%d(row: u32, mr: u32, g: f32) {\n", i)
+	}
+	p("\tif (row >= P.n%d || mr >= P.m) {\n\t\treturn;\n\t}\n", i)
+	if s.Dual {
+		p("\tvar v = g / (1.0 + exp(-g)) * u;\n")
+	} else {
+		p("\tvar v = g;\n")
 	}
 	if s.Bias[i] != nil {
-		p("\t\tv = v + %s_get(0u, row);\n", s.Bias[i].Name)
+		p("\tv = v + %s_get(0u, row);\n", s.Bias[i].Name)
 	}
 	if s.Res[i] >= 0 {
-		p("\t\tv = RES%d[mr * P.stride%d + P.col0 + row] + v;\n", i, i)
+		p("\tv = RES%d[mr * P.stride%d + P.col0 + row] + v;\n", i, i)
 	}
-	p("\t\tO%d[P.off%d + mr * P.stride%d + P.col0 + row] = v;\n\t}\n}\n", i, i, i)
+	p("\tO%d[P.off%d + mr * P.stride%d + P.col0 + row] = v;\n}\n", i, i, i)
+}
+
+// colFit sets the column kernel's shape (T invocations, NB blocks each)
+// for rows rows per workgroup and at most threads invocations, and
+// reports whether its workgroup memory fits in limit bytes.
+//
+// The column kernel (one row of x) gives invocation li of a workgroup the
+// 32-column blocks li, li+T, … (NB of them) of every row: it loads its
+// block of x once into registers (normalised, scaled for the quantized
+// dot product, with Σx) and then the same block of Col consecutive rows,
+// their loads issued ahead of the arithmetic in batches of up to colLoads
+// vec4 words. Consecutive invocations
+// read consecutive words of a row (coalesced), and no x is read from
+// workgroup memory in the inner loop (the row kernel reads 128 bytes of
+// staged x there per 16-byte word of 4-bit weights, shared by its Rows
+// rows). The T partial sums of each row are then added in workgroup
+// memory in two steps, a barrier before each (colParts).
+func (s *mvSpec) colFit(rows, threads, limit int) bool {
+	kb := s.K / 32
+	s.Col = rows
+	s.NB = (kb + threads - 1) / threads
+	s.T = ((kb+s.NB-1)/s.NB + 31) / 32 * 32
+	if rows*s.mats() > s.T {
+		return false
+	}
+	return s.colRedFloats()*4+s.T*4+32*4 <= limit
+}
+
+// colLoads is the most vec4 words of weights the column kernel loads
+// ahead of their arithmetic per invocation.
+const colLoads = 16
+
+// colParts is how many invocations add the T partial sums of one slot
+// (an output row; gate and up for Dual) in the first reduction step, T/PT
+// each, before one invocation adds their PT results: a divisor of T with
+// S·PT ≤ T that keeps the two serial chains short.
+func (s *mvSpec) colParts() int {
+	S := s.Col * s.mats()
+	best := 1
+	for pt := 1; pt*S <= s.T; pt++ {
+		if s.T%pt == 0 && max(pt, s.T/pt) < max(best, s.T/best) {
+			best = pt
+		}
+	}
+	return best
+}
+
+// colRedFloats is the column kernel's first reduction buffer: S slots of
+// T partial sums, each slot padded by PT floats so that the strided reads
+// of the first reduction step hit distinct banks.
+func (s *mvSpec) colRedFloats() int {
+	return s.Col * s.mats() * (s.T + s.colParts())
+}
+
+// colSource is the WGSL of the column kernel (see colFit).
+func (s *mvSpec) colSource() string {
+	var w strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&w, format, args...) }
+	p(`struct Params {
+	m: u32, n0: u32, n1: u32, n2: u32,
+	wg0: u32, wg1: u32, wgt: u32, eps: f32,
+	shift: f32, off0: u32, off1: u32, off2: u32,
+	stride0: u32, stride1: u32, stride2: u32, col0: u32,
+}
+@group(0) @binding(0) var<uniform> P: Params;
+@group(0) @binding(%d) var<storage, read> X: array<vec4<f32>>;
+`, s.XBind)
+	for i := range s.W {
+		s.W[i].Prescaled = true
+		w.WriteString(s.W[i].String())
+	}
+	if s.Norm != nil {
+		w.WriteString(s.Norm.String())
+	}
+	for i := range s.Out {
+		if s.Bias[i] != nil {
+			w.WriteString(s.Bias[i].String())
+		}
+		p("@group(0) @binding(%d) var<storage, read_write> O%d: array<f32>;\n", s.Out[i], i)
+		if s.Res[i] >= 0 {
+			p("@group(0) @binding(%d) var<storage, read> RES%d: array<f32>;\n", s.Res[i], i)
+		}
+	}
+	kb := s.K / 32
+	R, T, NB := s.Col, s.T, s.NB
+	S := R * s.mats()
+	PT := s.colParts()
+	ST := T + PT
+	p("const KB: u32 = %du;\n", kb)
+	p("var<workgroup> red: array<f32, %d>;\nvar<workgroup> red2: array<f32, %d>;\n", s.colRedFloats(), T)
+	if s.RMS {
+		p("var<workgroup> ssr: array<f32, 32>;\n")
+	}
+	for i := range s.Out {
+		s.storeFunc(&w, i)
+	}
+	p(`@compute @workgroup_size(%d)
+fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+	let wg = wid.x + wid.y * nwg.x;
+	if (wg >= P.wgt) {
+		return;
+	}
+	var which = 0u;
+	var lwg = wg;
+`, T)
+	switch len(s.Out) {
+	case 2:
+		p("\tif (wg >= P.wg0) {\n\t\twhich = 1u;\n\t\tlwg = wg - P.wg0;\n\t}\n")
+	case 3:
+		p("\tif (wg >= P.wg1) {\n\t\twhich = 2u;\n\t\tlwg = wg - P.wg1;\n\t} else if (wg >= P.wg0) {\n\t\twhich = 1u;\n\t\tlwg = wg - P.wg0;\n\t}\n")
+	}
+	p("\tlet row0 = lwg * %du;\n\tvar a: array<f32, %d>;\n", R, S)
+	ragged := NB*T != kb
+	xraw := func(in, blk string) {
+		for j := 0; j < 8; j++ {
+			p("%slet xr%d = X[%s * 8u + %du];\n", in, j, blk, j)
+		}
+	}
+	if s.RMS {
+		// Σx² over the whole row, added across the workgroup
+		if NB == 1 {
+			p("\tlet cb = min(li, KB - 1u);\n")
+			xraw("\t", "cb")
+			p("\tvar ss = 0.0;\n")
+			for j := 0; j < 8; j++ {
+				p("\tss += dot(xr%d, xr%d);\n", j, j)
+			}
+			if ragged {
+				p("\tss = select(0.0, ss, li < KB);\n")
+			}
+		} else {
+			p("\tvar ss = 0.0;\n\tfor (var nb = 0u; nb < %du; nb++) {\n\t\tlet blk = nb * %du + li;\n\t\tif (blk < KB) {\n", NB, T)
+			xraw("\t\t\t", "blk")
+			for j := 0; j < 8; j++ {
+				p("\t\t\tss += dot(xr%d, xr%d);\n", j, j)
+			}
+			p("\t\t}\n\t}\n")
+		}
+		p(`	red2[li] = ss;
+	workgroupBarrier();
+	if (li < 32u) {
+		var t = 0.0;
+		for (var j = 0u; j < %du; j++) {
+			t += red2[li * %du + j];
+		}
+		ssr[li] = t;
+	}
+	workgroupBarrier();
+	var tot = 0.0;
+	for (var j = 0u; j < 32u; j++) {
+		tot += ssr[j];
+	}
+	let inv = 1.0 / sqrt(tot / %d.0 + P.eps);
+`, T/32, T/32, s.K)
+	}
+	in := "\t\t"
+	if NB == 1 {
+		p("\t{\n\t\tlet blk = li;\n")
+	} else {
+		p("\tfor (var nb = 0u; nb < %du; nb++) {\n\t\tlet blk = nb * %du + li;\n", NB, T)
+	}
+	if ragged {
+		p("%sif (blk < KB) {\n", in)
+		in += "\t"
+	}
+	if !(s.RMS && NB == 1) {
+		xraw(in, "blk")
+	}
+	for j := 0; j < 8; j++ {
+		switch {
+		case s.RMS && s.Norm != nil:
+			p("%slet c%d = blk * 32u + %du;\n", in, j, 4*j)
+			p("%slet u%d = xr%d * inv * (vec4<f32>(nw_get(0u, c%d), nw_get(0u, c%d + 1u), nw_get(0u, c%d + 2u), nw_get(0u, c%d + 3u)) + vec4<f32>(P.shift));\n", in, j, j, j, j, j, j)
+		case s.RMS:
+			p("%slet u%d = xr%d * inv;\n", in, j, j)
+		default:
+			p("%slet u%d = xr%d;\n", in, j, j)
+		}
+	}
+	p("%slet t = u0 + u1 + u2 + u3 + u4 + u5 + u6 + u7;\n%slet xs = t.x + t.y + t.z + t.w;\n", in, in)
+	for j := 0; j < 8; j++ {
+		p("%slet x%d = u%d%s;\n", in, j, j, s.xScale(j))
+	}
+	for i := range s.Out {
+		if i == 0 {
+			p("%sif (which == 0u) {\n", in)
+		} else {
+			p("%s} else if (which == %du) {\n", in, i)
+		}
+		for r := 0; r < R; r++ {
+			p("%s\tlet rw%d = min(row0 + %du, P.n%d - 1u);\n", in, r, r, i)
+		}
+		// the loads of a batch of rows before their arithmetic, so that
+		// many are in flight: up to colLoads vec4 words per invocation
+		// (all R rows of 4-bit weights; fewer rows of wider kinds, which
+		// would otherwise take hundreds of registers)
+		batch := max(1, colLoads/(s.W[0].rawVec4()*s.mats()))
+		for r0 := 0; r0 < R; r0 += batch {
+			for m := 0; m < s.mats(); m++ {
+				for r := r0; r < min(R, r0+batch); r++ {
+					p("%s\tlet q%d_%d = %s_raw(rw%d, blk);\n%s\tlet z%d_%d = %s_sraw(rw%d, blk);\n", in, m, r, s.wName(i, m), r, in, m, r, s.wName(i, m), r)
+				}
+			}
+			for m := 0; m < s.mats(); m++ {
+				for r := r0; r < min(R, r0+batch); r++ {
+					p("%s\ta[%d] += %s_dotr(q%d_%d, z%d_%d, x0, x1, x2, x3, x4, x5, x6, x7, xs);\n", in, m*R+r, s.wName(i, m), m, r, m, r)
+				}
+			}
+		}
+	}
+	p("%s}\n", in)
+	if ragged {
+		p("\t\t}\n")
+	}
+	p("\t}\n")
+	// Reduction: slot k's T partial sums are added by PT invocations
+	// (T/PT values each, PT apart: consecutive invocations hit
+	// consecutive banks), then the PT results by one invocation.
+	for k := 0; k < S; k++ {
+		p("\tred[%du + li] = a[%d];\n", k*ST, k)
+	}
+	p("\tworkgroupBarrier();\n\tif (li < %du) {\n\t\tlet k = li / %du;\n\t\tlet part = li %% %du;\n\t\tlet base = k * %du + part;\n", S*PT, PT, PT, ST)
+	if n := T / PT; n%2 == 0 {
+		p("\t\tvar s0 = 0.0;\n\t\tvar s1 = 0.0;\n\t\tfor (var j = 0u; j < %du; j += 2u) {\n", n)
+		p("\t\t\ts0 += red[base + j * %du];\n\t\t\ts1 += red[base + (j + 1u) * %du];\n", PT, PT)
+		p("\t\t}\n\t\tred2[li] = s0 + s1;\n")
+	} else {
+		p("\t\tvar s0 = 0.0;\n\t\tfor (var j = 0u; j < %du; j++) {\n\t\t\ts0 += red[base + j * %du];\n\t\t}\n\t\tred2[li] = s0;\n", n, PT)
+	}
+	p("\t}\n\tworkgroupBarrier();\n\tif (li >= %du) {\n\t\treturn;\n\t}\n\tlet row = row0 + li;\n", R)
+	sum := func(name, slot string) {
+		p("\tvar %s = 0.0;\n\tfor (var j = 0u; j < %du; j++) {\n\t\t%s += red2[(%s) * %du + ((j + li) %% %du)];\n\t}\n", name, PT, name, slot, PT, PT)
+	}
+	sum("v", "li")
+	args := "row, 0u, v"
+	if s.Dual {
+		sum("u", fmt.Sprintf("li + %du", R))
+		args += ", u"
+	}
+	for i := range s.Out {
+		if i == 0 {
+			p("\tif (which == 0u) {\n")
+		} else {
+			p("\t} else if (which == %du) {\n", i)
+		}
+		p("\t\tstore%d(%s);\n", i, args)
+	}
+	p("\t}\n}\n")
+	return w.String()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"time"
 
 	"github.com/cogentcore/webgpu/wgpu"
 
@@ -181,6 +182,7 @@ func (b *Backend) Run(ctx context.Context, g *tensor.Graph, outs ...tensor.T) er
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	t0 := time.Now()
 	key := b.planKey(g, outs)
 	pl, ok := b.plans[key]
 	if !ok {
@@ -205,15 +207,29 @@ func (b *Backend) Run(ctx context.Context, g *tensor.Graph, outs ...tensor.T) er
 		}
 	}
 	b.last = nil
+	t1 := time.Now()
 	if err := b.upload(g, pl); err != nil {
 		return fmt.Errorf("gpu: %w", err)
 	}
+	t2 := time.Now()
 	if err := b.submit(pl); err != nil {
 		return fmt.Errorf("gpu: %w", err)
 	}
 	b.last = pl
+	b.times.Plan, b.times.Upload = t1.Sub(t0), t2.Sub(t1)
 	return nil
 }
+
+// RunTimes is where the host time of the last Run went.
+type RunTimes struct {
+	Plan   time.Duration // plan lookup (or compile), pool and bindings
+	Upload time.Duration // inputs and kernel parameters filled and written
+	Submit time.Duration // encoding (when not ready) and queue submission
+	Encode time.Duration // encoding the next run's commands after submitting (overlaps the device)
+}
+
+// LastRunTimes reports the host time of the last Run by phase.
+func (b *Backend) LastRunTimes() RunTimes { return b.times }
 
 func (b *Backend) evict() {
 	var oldest string
@@ -307,6 +323,7 @@ func (b *Backend) encode(pl *plan) (*wgpu.CommandBuffer, error) {
 // fixed, parameters live in the params buffer), so the next step of a
 // decode loop only uploads its inputs and parameters and submits.
 func (b *Backend) submit(pl *plan) error {
+	t0 := time.Now()
 	cmd := pl.ready
 	pl.ready = nil
 	if cmd == nil || pl.readyGen != b.pool.rbGen || b.stamp != nil {
@@ -320,12 +337,15 @@ func (b *Backend) submit(pl *plan) error {
 	}
 	b.queue.Submit(cmd)
 	cmd.Release()
+	t1 := time.Now()
+	b.times.Submit, b.times.Encode = t1.Sub(t0), 0
 	if b.stamp == nil {
 		next, err := b.encode(pl)
 		if err != nil {
 			return err
 		}
 		pl.ready, pl.readyGen = next, b.pool.rbGen
+		b.times.Encode = time.Since(t1)
 	}
 	return nil
 }

@@ -62,7 +62,8 @@ func (b *Backend) pipeline(label, src string) (*wgpu.ComputePipeline, error) {
 //
 //	p_get(row, col) -> f32         the dequantized element
 //	p_dot(row, blk, x0..x7, xs)    Σ w·x over the 32 elements of block blk
-//	                               (needs cols % 32 == 0; xs = Σ x)
+//	                               (needs cols % 32 == 0; xs = Σ x), and
+//	                               its parts (blockFuncs)
 //
 // Quantized data binds as vec4 words; an element is
 // float(q)*scale + bias as tensor.Weight.DecodeRow defines it.
@@ -72,6 +73,9 @@ type accessor struct {
 	Kind  kind
 	Cols  int
 	Block bool // emit p_dot
+	// Prescaled: the x given to p_dot is already multiplied by xScale
+	// (the matrix-vector kernel scales x once when staging it).
+	Prescaled bool
 }
 
 // bindings is how many bindings the accessor takes.
@@ -99,7 +103,7 @@ func (a accessor) String() string {
 			fmt.Fprintf(&s, "\tlet w = %s_w(i >> 1u);\n\treturn bitcast<f32>(select(w << 16u, w & 0xffff0000u, (i & 1u) == 1u));\n}\n", p)
 		}
 		if a.Block {
-			s.WriteString(a.denseDot())
+			s.WriteString(a.blockFuncs())
 		}
 		return s.String()
 	}
@@ -122,29 +126,103 @@ func (a accessor) String() string {
 	fmt.Fprintf(&s, "\treturn v & %du;\n}\n", 1<<k.bits-1)
 	fmt.Fprintf(&s, "fn %s_get(row: u32, col: u32) -> f32 {\n\tlet sb = %s_sb(row, col);\n\treturn f32(%s_q(row, col)) * sb.x + sb.y;\n}\n", p, p, p)
 	if a.Block {
-		s.WriteString(a.quantDot())
+		s.WriteString(a.blockFuncs())
 	}
 	return s.String()
 }
 
 const dotArgs = "x0: vec4<f32>, x1: vec4<f32>, x2: vec4<f32>, x3: vec4<f32>, x4: vec4<f32>, x5: vec4<f32>, x6: vec4<f32>, x7: vec4<f32>, xs: f32"
 
-// denseDot sums one 32-element block of a dense row with vec4 loads.
+// rawVec4 is the vec4<u32> words one 32-element block of the weight takes
+// (2, 3, 5 and 6 bits: words, not vec4s, rounded up).
+func (a accessor) rawVec4() int {
+	if a.Kind.quantized() {
+		return (a.Kind.bits + 3) / 4
+	}
+	if a.Kind.dt == tensor.F32 {
+		return 8
+	}
+	return 4
+}
+
+// rawType is the WGSL type p_raw returns: a block's data words as loaded.
+func (a accessor) rawType() string {
+	if k := a.Kind; k.quantized() && k.bits%4 != 0 {
+		return fmt.Sprintf("array<u32, %d>", k.bits)
+	}
+	return fmt.Sprintf("array<vec4<u32>, %d>", a.rawVec4())
+}
+
+// sRawType is the WGSL type p_sraw returns: a block's scale and bias
+// words as loaded (a dense weight has none: a placeholder u32).
+func (a accessor) sRawType() string {
+	if a.Kind.quantized() && a.Kind.sdt == tensor.F32 {
+		return "vec2<u32>"
+	}
+	return "u32"
+}
+
+// blockFuncs writes, for a weight read one 32-element block at a time:
+//
+//	p_raw(row, blk)                 the block's data words, as loaded
+//	p_sraw(row, blk)                its scale and bias words, as loaded
+//	p_dotr(raw, sraw, x0..x7, xs)   Σ w·x over the block from loaded words
+//	p_dot(row, blk, x0..x7, xs)     the three together
+//
+// The loads are apart from the arithmetic so a kernel can issue them
+// where it likes (issuing them before the matrix-vector kernel stages x
+// measured slower on the H200: docs/design/gpu.md, Performance).
+func (a accessor) blockFuncs() string {
+	var s strings.Builder
+	p, k := a.Name, a.Kind
+	fmt.Fprintf(&s, "fn %s_raw(row: u32, blk: u32) -> %s {\n", p, a.rawType())
+	var parts []string
+	switch {
+	case strings.HasPrefix(a.rawType(), "array<u32"):
+		fmt.Fprintf(&s, "\tlet i = row * %du + blk * %du;\n", a.Cols*k.bits/32, k.bits)
+		for w := 0; w < k.bits; w++ {
+			parts = append(parts, fmt.Sprintf("%s_w(i + %du)", p, w))
+		}
+	default:
+		nv := a.rawVec4()
+		fmt.Fprintf(&s, "\tlet i = row * %du + blk * %du;\n", a.Cols/32*nv, nv)
+		for v := 0; v < nv; v++ {
+			parts = append(parts, fmt.Sprintf("%s_d[i + %du]", p, v))
+		}
+	}
+	fmt.Fprintf(&s, "\treturn %s(%s);\n}\n", a.rawType(), strings.Join(parts, ", "))
+	fmt.Fprintf(&s, "fn %s_sraw(row: u32, blk: u32) -> %s {\n", p, a.sRawType())
+	switch {
+	case !k.quantized():
+		s.WriteString("\treturn 0u;\n}\n")
+	case k.sdt == tensor.F32:
+		fmt.Fprintf(&s, "\tlet g = row * %du + blk * 32u / %du;\n\treturn vec2<u32>(%s_s[2u * g], %s_s[2u * g + 1u]);\n}\n", a.Cols/k.group, k.group, p, p)
+	default:
+		fmt.Fprintf(&s, "\tlet g = row * %du + blk * 32u / %du;\n\treturn %s_s[g];\n}\n", a.Cols/k.group, k.group, p)
+	}
+	fmt.Fprintf(&s, "fn %s_dotr(r: %s, sr: %s, %s) -> f32 {\n", p, a.rawType(), a.sRawType(), dotArgs)
+	if k.quantized() {
+		s.WriteString(a.quantDot())
+	} else {
+		s.WriteString(a.denseDot())
+	}
+	fmt.Fprintf(&s, "fn %s_dot(row: u32, blk: u32, %s) -> f32 {\n\treturn %s_dotr(%s_raw(row, blk), %s_sraw(row, blk), x0, x1, x2, x3, x4, x5, x6, x7, xs);\n}\n", p, dotArgs, p, p, p)
+	return s.String()
+}
+
+// denseDot is the body of p_dotr for a dense weight.
 func (a accessor) denseDot() string {
 	var s strings.Builder
-	p := a.Name
-	fmt.Fprintf(&s, "fn %s_dot(row: u32, blk: u32, %s) -> f32 {\n", p, dotArgs)
 	switch a.Kind.dt {
 	case tensor.F32: // 8 vec4 per block
-		fmt.Fprintf(&s, "\tlet i = row * %du + blk * 8u;\n", a.Cols/4)
-		fmt.Fprintf(&s, "\tvar d = dot(bitcast<vec4<f32>>(%s_d[i]), x0);\n", p)
+		s.WriteString("\tvar d = dot(bitcast<vec4<f32>>(r[0]), x0);\n")
 		for j := 1; j < 8; j++ {
-			fmt.Fprintf(&s, "\td += dot(bitcast<vec4<f32>>(%s_d[i + %du]), x%d);\n", p, j, j)
+			fmt.Fprintf(&s, "\td += dot(bitcast<vec4<f32>>(r[%d]), x%d);\n", j, j)
 		}
 	default: // 4 vec4 words per block, 2 halves per word
-		fmt.Fprintf(&s, "\tlet i = row * %du + blk * 4u;\n\tvar d = 0.0;\n", a.Cols/8)
+		s.WriteString("\tvar d = 0.0;\n")
 		for j := 0; j < 4; j++ {
-			fmt.Fprintf(&s, "\t{ let w = %s_d[i + %du];\n", p, j)
+			fmt.Fprintf(&s, "\t{ let w = r[%d];\n", j)
 			if a.Kind.dt == tensor.F16 {
 				fmt.Fprintf(&s, "\t  d += dot(vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)), x%d);\n", 2*j)
 				fmt.Fprintf(&s, "\t  d += dot(vec4<f32>(unpack2x16float(w.z), unpack2x16float(w.w)), x%d); }\n", 2*j+1)
@@ -158,7 +236,7 @@ func (a accessor) denseDot() string {
 	return s.String()
 }
 
-// quantDot sums one 32-element block of a quantized row. A level is made a
+// quantDot is the body of p_dotr for a quantized weight. A level is made a
 // float exactly by or-ing it into the mantissa of 2²³ and subtracting 2²³
 // (cheaper than an integer conversion). For 2, 4 and 8 bits the level is
 // masked in place rather than shifted down — q·2^p comes out, and x is
@@ -167,35 +245,38 @@ func (a accessor) denseDot() string {
 // Σ(q·s + b)·x = s·Σq·x + b·Σx.
 func (a accessor) quantDot() string {
 	var s strings.Builder
-	p, bits := a.Name, a.Kind.bits
-	fmt.Fprintf(&s, "fn %s_dot(row: u32, blk: u32, %s) -> f32 {\n", p, dotArgs)
+	bits := a.Kind.bits
 	s.WriteString("\tlet M = vec4<u32>(0x4B000000u);\n\tlet F = vec4<f32>(8388608.0);\n")
-	fmt.Fprintf(&s, "\tlet sb = %s_sb(row, blk * 32u);\n", p)
-	rw := a.Cols * bits / 32
+	switch a.Kind.sdt {
+	case tensor.BF16:
+		s.WriteString("\tlet sb = vec2<f32>(bitcast<f32>(sr << 16u), bitcast<f32>(sr & 0xffff0000u));\n")
+	case tensor.F16:
+		s.WriteString("\tlet sb = unpack2x16float(sr);\n")
+	default:
+		s.WriteString("\tlet sb = bitcast<vec2<f32>>(sr);\n")
+	}
 	mask := 1<<bits - 1
-	s.WriteString("\tvar d = 0.0;\n")
+	// four independent sums (one fused multiply-add per element), added
+	// once at the end
+	s.WriteString("\tvar d = vec4<f32>(0.0);\n")
+	words := bits // words per 32-element block
+	if strings.HasPrefix(a.rawType(), "array<u32") {
+		for w := 0; w < words; w++ {
+			fmt.Fprintf(&s, "\tlet w%d = r[%d];\n", w, w)
+		}
+	} else {
+		for w := 0; w < words; w++ {
+			fmt.Fprintf(&s, "\tlet w%d = r[%d].%c;\n", w, w/4, "xyzw"[w%4])
+		}
+	}
 	switch bits {
 	case 2, 4, 8:
-		words := bits // words per 32-element block
-		fmt.Fprintf(&s, "\tlet i = row * %du + blk * %du;\n", rw, words)
-		if words%4 == 0 {
-			for v := 0; v < words/4; v++ {
-				fmt.Fprintf(&s, "\tlet v%d = %s_d[(i >> 2u) + %du];\n", v, p, v)
-				for c, comp := range []string{"x", "y", "z", "w"} {
-					fmt.Fprintf(&s, "\tlet w%d = v%d.%s;\n", 4*v+c, v, comp)
-				}
-			}
-		} else {
-			for w := 0; w < words; w++ {
-				fmt.Fprintf(&s, "\tlet w%d = %s_w(i + %du);\n", w, p, w)
-			}
-		}
 		for w := 0; w < words; w++ {
 			fmt.Fprintf(&s, "\tlet h%d = w%d >> 12u;\n", w, w)
 		}
 		per := 32 / bits
 		for xi := 0; xi < 8; xi++ {
-			var src, msk, scl [4]string
+			var src, msk [4]string
 			for c := 0; c < 4; c++ {
 				e := xi*4 + c
 				w, pos := e/per, (e%per)*bits
@@ -204,19 +285,15 @@ func (a accessor) quantDot() string {
 					word, pos = fmt.Sprintf("h%d", w), pos-12
 				}
 				src[c], msk[c] = word, fmt.Sprintf("%du", mask<<pos)
-				scl[c] = strconv.FormatFloat(math.Ldexp(1, -pos), 'g', -1, 64)
-				if !strings.ContainsAny(scl[c], ".e") {
-					scl[c] += ".0"
-				}
 			}
-			fmt.Fprintf(&s, "\td += dot(bitcast<vec4<f32>>((vec4<u32>(%s) & vec4<u32>(%s)) | M) - F, x%d * vec4<f32>(%s));\n",
-				strings.Join(src[:], ", "), strings.Join(msk[:], ", "), xi, strings.Join(scl[:], ", "))
+			xv := fmt.Sprintf("x%d", xi)
+			if !a.Prescaled {
+				xv = fmt.Sprintf("x%d * %s", xi, a.Kind.xScaleVec(xi))
+			}
+			fmt.Fprintf(&s, "\td = fma(bitcast<vec4<f32>>((vec4<u32>(%s) & vec4<u32>(%s)) | M) - F, %s, d);\n",
+				strings.Join(src[:], ", "), strings.Join(msk[:], ", "), xv)
 		}
 	default: // 3, 5, 6 bits: a little-endian bit stream of `bits` words
-		fmt.Fprintf(&s, "\tlet i = row * %du + blk * %du;\n", rw, bits)
-		for w := 0; w < bits; w++ {
-			fmt.Fprintf(&s, "\tlet w%d = %s_w(i + %du);\n", w, p, w)
-		}
 		elem := func(e int) string {
 			pos := e * bits
 			w, sh := pos/32, pos%32
@@ -227,9 +304,37 @@ func (a accessor) quantDot() string {
 		}
 		for xi := 0; xi < 8; xi++ {
 			e := xi * 4
-			fmt.Fprintf(&s, "\td += dot(bitcast<vec4<f32>>(vec4<u32>(%s, %s, %s, %s) | M) - F, x%d);\n", elem(e), elem(e+1), elem(e+2), elem(e+3), xi)
+			fmt.Fprintf(&s, "\td = fma(bitcast<vec4<f32>>(vec4<u32>(%s, %s, %s, %s) | M) - F, x%d, d);\n", elem(e), elem(e+1), elem(e+2), elem(e+3), xi)
 		}
 	}
-	s.WriteString("\treturn d * sb.x + xs * sb.y;\n}\n")
+	s.WriteString("\treturn ((d.x + d.y) + (d.z + d.w)) * sb.x + xs * sb.y;\n}\n")
 	return s.String()
+}
+
+// xScale is the factor quantDot applies to element e (0..31) of a block's
+// x: 2^-p where the level of e sits p bits up in the masked word (2, 4 and
+// 8 bits; levels that would reach past the mantissa are taken from the
+// word shifted down by 12). 1 for every other kind.
+func (k kind) xScale(e int) float64 {
+	switch k.bits {
+	case 2, 4, 8:
+		pos := (e % (32 / k.bits)) * k.bits
+		if pos+k.bits > 23 {
+			pos -= 12
+		}
+		return math.Ldexp(1, -pos)
+	}
+	return 1
+}
+
+// xScaleVec is the WGSL vec4 of xScale for elements 4j..4j+3.
+func (k kind) xScaleVec(j int) string {
+	var c [4]string
+	for i := range c {
+		c[i] = strconv.FormatFloat(k.xScale(4*j+i), 'g', -1, 64)
+		if !strings.ContainsAny(c[i], ".e") {
+			c[i] += ".0"
+		}
+	}
+	return "vec4<f32>(" + strings.Join(c[:], ", ") + ")"
 }

@@ -26,8 +26,14 @@ type Descriptor struct {
 	FusedUp    bool       // one mlp.gate_up_proj, gate first (Phi-3, GLM-4)
 	QKNorm     QKNormKind // NoQKNorm (zero), PerHead (before rope), FullWidth (on the projection)
 	EmbedScale bool       // embeddings times √hidden (Gemma)
+	// Multipliers reads Granite's embedding_multiplier, attention_multiplier
+	// (the attention scale), residual_multiplier and logits_scaling.
+	Multipliers bool
 	// RopeTraditional rotates adjacent pairs of the rotary dims (GLM-4).
 	RopeTraditional bool
+	// MoE makes the feed-forward blocks sparse mixtures of experts (moe.go);
+	// nil is dense.
+	MoE *MoE
 	// Ignore lists checkpoint tensors we knowingly skip; the audit allows these.
 	Ignore []string
 }
@@ -92,6 +98,11 @@ var descriptors = map[string]Descriptor{
 	"glm4":        {Block: GLM, FusedUp: true, RopeTraditional: true, NoOBias: true},
 	"starcoder2":  {Norm: LayerNorm, NormEpsKey: "norm_epsilon", MLP: Plain, AllBias: true},
 	"smollm3":     {},
+	"qwen3_moe":   {QKNorm: PerHead, MoE: &MoE{Prefix: "mlp", ExpertsKey: "num_experts", InterKey: "moe_intermediate_size", SparseStep: true}},
+	"qwen2_moe":   {QKVBias: true, Ignore: inv, MoE: &MoE{Prefix: "mlp", ExpertsKey: "num_experts", InterKey: "moe_intermediate_size", SparseStep: true, Shared: true}},
+	"mixtral":     {Ignore: inv, MoE: &MoE{Prefix: "block_sparse_moe", ExpertsKey: "num_local_experts", AlwaysNorm: true, Names: [3]string{"w1", "w3", "w2"}}},
+	"olmoe":       {QKNorm: FullWidth, MoE: &MoE{Prefix: "mlp", ExpertsKey: "num_experts"}},
+	"granite":     {Multipliers: true},
 }
 
 // aliases maps a model_type onto a descriptor it reuses unchanged, as

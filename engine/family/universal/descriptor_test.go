@@ -16,13 +16,14 @@ func TestResolve(t *testing.T) {
 		want      string // descriptor key, or "" for unsupported
 	}{
 		{"llama", "llama"}, {"mistral", "llama"}, {"qwen2", "qwen2"}, {"qwen3", "qwen3"}, {"gemma3_text", "gemma3_text"},
-		{"phi3", "phi3"}, {"rwkv7", ""}, {"qwen3_moe", ""}, {"granite", ""},
+		{"phi3", "phi3"}, {"rwkv7", ""}, {"qwen3_moe", "qwen3_moe"}, {"mixtral", "mixtral"}, {"deepseek_v3", ""},
+		{"granite", "granite"},
 	}
 	for _, tt := range tests {
 		c := &config.Config{ModelType: tt.modelType, TextModelType: tt.modelType}
 		f, err := family.Resolve(fams, c)
 		if tt.want == "" {
-			if !errors.Is(err, family.ErrUnsupported) || !strings.Contains(err.Error(), "gemma, gemma2, gemma3_text, glm4, llama, mistral, olmo2, phi3, qwen2, qwen3, smollm3, starcoder2") {
+			if !errors.Is(err, family.ErrUnsupported) || !strings.Contains(err.Error(), strings.Join(Types(), ", ")) {
 				t.Errorf("Resolve(%q) = %v, %v; want ErrUnsupported listing the supported types", tt.modelType, f, err)
 			}
 			continue

@@ -25,6 +25,11 @@ type Model struct {
 	act        func(g *tensor.Graph, x tensor.T) tensor.T
 	attnScale  float32
 	attnCap    float32
+	// Granite's multipliers (0 = none): residual scales each sublayer
+	// output before its residual add; logits are divided by logitsScale.
+	residualMult float32
+	logitsScale  float32
+	moe          *moeConfig // nil: dense feed-forward blocks
 }
 
 type layer struct {
@@ -40,6 +45,7 @@ type layer struct {
 	rope      *nn.Rope // nil: this layer uses no rope (SmolLM3's NoPE layers)
 	window    int
 	hasGateUp bool
+	moe       *moeBlock // a sparse feed-forward block (moe.go)
 }
 
 // norm is one normalization layer of the descriptor's kind.
@@ -86,8 +92,24 @@ func New(c *config.Config, l *nn.Loader) (family.Model, error) {
 	if d.EmbedScale {
 		m.embedScale = float32(math.Sqrt(float64(c.HiddenSize)))
 	}
+	if d.Multipliers {
+		// Absent keys take GraniteConfig's defaults, all 1 (the attention
+		// scale too, not 1/√head_dim).
+		if e := float32(extra.float("embedding_multiplier", 1)); e != 1 {
+			m.embedScale = e
+		}
+		m.attnScale = float32(extra.float("attention_multiplier", 1))
+		m.residualMult = float32(extra.float("residual_multiplier", 1))
+		m.logitsScale = float32(extra.float("logits_scaling", 1))
+		if m.logitsScale == 0 {
+			return nil, fmt.Errorf(`universal %s: "logits_scaling" must not be 0`, c.TextModelType)
+		}
+	}
 	if extra.err != nil {
 		return nil, fmt.Errorf("universal %s: %w", c.TextModelType, extra.err)
+	}
+	if err := m.configureMoE(); err != nil {
+		return nil, fmt.Errorf("universal %s: %w", c.TextModelType, err)
 	}
 	full, err := nn.NewRope(c.Rope, c.HeadDim, c.MaxPositionEmbeddings)
 	if err != nil {
@@ -170,6 +192,10 @@ func (m *Model) bindLayer(l *nn.Loader, p string, newNorm func(string, int) norm
 	case FullWidth:
 		ly.qNorm, ly.kNorm = newNorm(a+"q_norm", c.QDim()), newNorm(a+"k_norm", c.KVDim())
 	}
+	if moe, ok := m.bindMoE(l, p); ok {
+		ly.moe = moe
+		return ly
+	}
 	mlpBias := d.AllBias || c.MLPBias
 	switch {
 	case d.MLP == Plain:
@@ -224,6 +250,13 @@ func (m *Model) Forward(g *tensor.Graph, b *family.Batch) (tensor.T, error) {
 		x = g.Scale(x, m.embedScale)
 	}
 	for i := range m.layers {
+		if r := m.layers[i].rope; r != nil {
+			if err := r.CheckPass(b.Pos, b.Pos+n); err != nil {
+				return tensor.T{}, err
+			}
+		}
+	}
+	for i := range m.layers {
 		var err error
 		if x, err = m.layers[i].forward(g, m, x, posT, b.Pos+n, b.Caches[i]); err != nil {
 			return tensor.T{}, fmt.Errorf("layer %d: %w", i, err)
@@ -233,6 +266,9 @@ func (m *Model) Forward(g *tensor.Graph, b *family.Batch) (tensor.T, error) {
 		x = g.Slice(x, 0, n-1, n)
 	}
 	logits := g.MatMul(m.norm.forward(g, x), m.head)
+	if m.logitsScale != 0 && m.logitsScale != 1 {
+		logits = g.Scale(logits, 1/m.logitsScale)
+	}
 	if m.finalCap > 0 {
 		logits = g.TanhCap(logits, m.finalCap)
 	}
@@ -250,8 +286,14 @@ func (ly *layer) forward(g *tensor.Graph, m *Model, x, pos tensor.T, end int, kv
 	if err != nil {
 		return x, err
 	}
-	x = g.Add(x, pre(1, a))
-	return g.Add(x, pre(3, ly.mlp(g, m, pre(2, x)))), nil
+	resid := func(y tensor.T) tensor.T {
+		if m.residualMult != 0 && m.residualMult != 1 {
+			return g.Scale(y, m.residualMult)
+		}
+		return y
+	}
+	x = g.Add(x, resid(pre(1, a)))
+	return g.Add(x, resid(pre(3, ly.mlp(g, m, pre(2, x))))), nil
 }
 
 func (ly *layer) attention(g *tensor.Graph, m *Model, h, pos tensor.T, end int, kv cache.Layer) (tensor.T, error) {
@@ -289,6 +331,9 @@ func (ly *layer) attention(g *tensor.Graph, m *Model, h, pos tensor.T, end int, 
 }
 
 func (ly *layer) mlp(g *tensor.Graph, m *Model, h tensor.T) tensor.T {
+	if ly.moe != nil {
+		return ly.moe.forward(g, m, h)
+	}
 	if m.desc.MLP == Plain {
 		return ly.down.Forward(g, m.act(g, ly.up.Forward(g, h)))
 	}

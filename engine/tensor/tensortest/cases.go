@@ -225,6 +225,10 @@ func cases() []opCase {
 		return g.Store(buf, g.Input(src, 2, 3, 4), 3), want
 	})
 	attention(add)
+	moe(add)
+	argmax(func(name string, f func(c *checker, g *tensor.Graph) (tensor.T, []float64)) {
+		cs = append(cs, opCase{op: tensor.OpArgmax, name: name, build: f, exact: true})
+	})
 	return cs
 }
 

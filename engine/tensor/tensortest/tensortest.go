@@ -28,6 +28,9 @@ type opCase struct {
 	// build records the op on g from inputs it makes, returns the output
 	// and the float64 reference of it.
 	build func(c *checker, g *tensor.Graph) (tensor.T, []float64)
+	// exact: the output must equal want bit for bit (indices, not
+	// arithmetic), where Tolerance would let a near index pass
+	exact bool
 }
 
 type checker struct {
@@ -56,6 +59,12 @@ func Check(t *testing.T, b tensor.Backend) {
 				t.Fatalf("reading %s: %v", oc.name, err)
 			}
 			for i := range want {
+				if oc.exact {
+					if float64(got[i]) != want[i] {
+						t.Fatalf("%s: out[%d] = %v, want exactly %v", oc.name, i, got[i], want[i])
+					}
+					continue
+				}
 				d := math.Abs(float64(got[i])-want[i]) / (1 + math.Abs(want[i]))
 				if !(d <= Tolerance) {
 					t.Fatalf("%s: out[%d] = %v, want %v (relative error %.3g)", oc.name, i, got[i], want[i], d)
@@ -112,6 +121,14 @@ func (c *checker) upload(name string, dt tensor.DType, vals []float32, shape ...
 // uploadQuant packs random levels for an MLX-quantized weight [rows, cols]
 // and returns the dequantized values the op must use.
 func (c *checker) uploadQuant(bits, group, rows, cols int) (tensor.T, []float64) {
+	return c.uploadQuantShape(bits, group, rows, cols)
+}
+
+// uploadQuantShape is uploadQuant for any shape whose last axis is the
+// quantized one (e.g. stacked experts [experts, out, in]).
+func (c *checker) uploadQuantShape(bits, group int, shape ...int) (tensor.T, []float64) {
+	cols := shape[len(shape)-1]
+	rows := tensor.Elements(shape) / cols
 	perWord := 32 / bits
 	words := make([]byte, rows*cols/perWord*4)
 	levels := make([]uint32, rows*cols)
@@ -140,6 +157,7 @@ func (c *checker) uploadQuant(bits, group, rows, cols int) (tensor.T, []float64)
 	}
 	w := tensor.Weight{Name: fmt.Sprintf("q%dg%d", bits, group), DType: tensor.U32, Shape: []int{rows, cols}, Data: words,
 		Quant: &tensor.Quant{Bits: bits, GroupSize: group}, Scales: scales, Biases: biases, ScaleDType: tensor.BF16}
+	w.Shape = append([]int(nil), shape...)
 	t, err := c.b.Upload(w)
 	if err != nil {
 		c.t.Fatalf("upload quantized: %v", err)

@@ -2,7 +2,11 @@
 // attention: one workgroup per (key split, query, head). Keys are scored a
 // tile of 128 at a time with an online softmax (running max m and sum l);
 // with one split the result goes straight to O, otherwise each split writes
-// (m, l, acc[D]) for the combine kernel.
+// (m, l, acc[D]) for the combine kernel. Values are summed by KG groups of
+// TP invocations, each group taking every KG-th key of the tile and each
+// invocation DU4 vec4 columns of it, UK keys per iteration with their
+// loads issued together; the groups are added in workgroup memory at the
+// end.
 struct Params {
 	nq: u32, hq: u32, hkv: u32, qpos: u32,
 	keylen: u32, window: u32, ring: u32, bidir: u32,
@@ -12,15 +16,19 @@ struct Params {
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(1) var<storage, read> Q: array<f32>;
 @group(0) @binding(2) var<storage, read> Kc: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read> Vc: array<f32>;
+@group(0) @binding(3) var<storage, read> Vc: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read_write> O: array<f32>;
 {{if .Split}}@group(0) @binding(5) var<storage, read_write> Part: array<f32>;
 {{end}}const D: u32 = {{.D}}u;
 const D4: u32 = {{div .D 4}}u;
+const TP: u32 = {{.TP}}u;
+const KG: u32 = {{.KG}}u;
 const NONE: f32 = -3.0e38;
 var<workgroup> qs: array<vec4<f32>, {{div .D 4}}>;
 var<workgroup> sc: array<f32, 128>;
 var<workgroup> red: array<f32, 128>;
+var<workgroup> red2: array<f32, 8>;
+var<workgroup> vsum: array<vec4<f32>, {{mul 128 .DU4}}>;
 {{template "grid"}}
 {{template "math"}}
 
@@ -29,6 +37,44 @@ fn keyRow(p: u32) -> u32 {
 		return p % P.ring;
 	}
 	return p;
+}
+
+// wgMax and wgSum reduce one value per invocation over the workgroup with
+// two barriers (16 values per invocation, then 8).
+fn wgMax(li: u32, v: f32) -> f32 {
+	red[li] = v;
+	workgroupBarrier();
+	if (li < 8u) {
+		var t = red[li * 16u];
+		for (var j = 1u; j < 16u; j++) {
+			t = max(t, red[li * 16u + j]);
+		}
+		red2[li] = t;
+	}
+	workgroupBarrier();
+	var t = red2[0];
+	for (var j = 1u; j < 8u; j++) {
+		t = max(t, red2[j]);
+	}
+	return t;
+}
+
+fn wgSum(li: u32, v: f32) -> f32 {
+	red[li] = v;
+	workgroupBarrier();
+	if (li < 8u) {
+		var t = 0.0;
+		for (var j = 0u; j < 16u; j++) {
+			t += red[li * 16u + j];
+		}
+		red2[li] = t;
+	}
+	workgroupBarrier();
+	var t = 0.0;
+	for (var j = 0u; j < 8u; j++) {
+		t += red2[j];
+	}
+	return t;
 }
 
 @compute @workgroup_size(128)
@@ -60,7 +106,9 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 	workgroupBarrier();
 	var m = NONE;
 	var l = 0.0;
-{{range $u := seq .DU}}	var acc{{$u}} = 0.0;
+	let kg = li / TP;
+	let d4 = li % TP;
+{{range $u := seq .DU4}}	var acc{{$u}} = vec4<f32>(0.0);
 {{end}}
 	for (var t0 = a; t0 < b; t0 += 128u) {
 		let p = t0 + li;
@@ -77,15 +125,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 			}
 			score = d;
 		}
-		red[li] = score;
-		workgroupBarrier();
-		for (var st = 64u; st > 0u; st >>= 1u) {
-			if (li < st) {
-				red[li] = max(red[li], red[li + st]);
-			}
-			workgroupBarrier();
-		}
-		let mn = max(m, red[0]);
+		let mn = max(m, wgMax(li, score));
 		let corr = exp(m - mn);
 		var e = 0.0;
 		if (p < b) {
@@ -96,41 +136,59 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 		m = mn;
 		workgroupBarrier();
 		let nt = min(128u, b - t0);
-{{range $u := seq .DU}}		acc{{$u}} *= corr;
-{{end}}		for (var tt = 0u; tt < nt; tt++) {
-			let vb = (keyRow(t0 + tt) * P.hkv + kvh) * D;
-			let w = sc[tt];
-{{range $u := seq .DU}}			if (li + {{mul $u 128}}u < D) {
-				acc{{$u}} += w * Vc[vb + li + {{mul $u 128}}u];
+{{range $u := seq .DU4}}		acc{{$u}} *= corr;
+{{end}}		var tt = kg;
+		for (; tt + {{add .UK -1}}u * KG < nt; tt += {{.UK}}u * KG) {
+{{range $k := seq .UK}}			let r{{$k}} = (keyRow(t0 + tt + {{$k}}u * KG) * P.hkv + kvh) * D4 + d4;
+			let w{{$k}} = sc[tt + {{$k}}u * KG];
+{{end}}{{range $u := seq .DU4}}			if (d4 + {{mul $u $.TP}}u < D4) {
+{{range $k := seq $.UK}}				let v{{$k}} = Vc[r{{$k}} + {{mul $u $.TP}}u];
+{{end}}{{range $k := seq $.UK}}				acc{{$u}} += w{{$k}} * v{{$k}};
+{{end}}			}
+{{end}}		}
+		for (; tt < nt; tt += KG) {
+			let r0 = (keyRow(t0 + tt) * P.hkv + kvh) * D4 + d4;
+			let w0 = sc[tt];
+{{range $u := seq .DU4}}			if (d4 + {{mul $u $.TP}}u < D4) {
+				acc{{$u}} += w0 * Vc[r0 + {{mul $u $.TP}}u];
 			}
 {{end}}		}
 		workgroupBarrier();
 	}
-	red[li] = l;
-	workgroupBarrier();
-	for (var st = 64u; st > 0u; st >>= 1u) {
-		if (li < st) {
-			red[li] += red[li + st];
+	let total = wgSum(li, l);
+{{range $u := seq .DU4}}	vsum[{{mul $u 128}}u + li] = acc{{$u}};
+{{end}}	workgroupBarrier();
+	if (kg != 0u) {
+		return;
+	}
+{{range $u := seq .DU4}}	{
+		let c4 = d4 + {{mul $u $.TP}}u;
+		var v = vsum[{{mul $u 128}}u + d4];
+		for (var g = 1u; g < KG; g++) {
+			v += vsum[{{mul $u 128}}u + g * TP + d4];
 		}
-		workgroupBarrier();
-	}
-	let total = red[0];
-	if (P.splits == 1u) {
-		let ob = P.off + (i * P.hq + h) * D;
-{{range $u := seq .DU}}		if (li + {{mul $u 128}}u < D) {
-			O[ob + li + {{mul $u 128}}u] = acc{{$u}} / total;
+		if (c4 < D4) {
+			if (P.splits == 1u) {
+				let ob = P.off + (i * P.hq + h) * D + 4u * c4;
+				let r = v / total;
+				O[ob] = r.x;
+				O[ob + 1u] = r.y;
+				O[ob + 2u] = r.z;
+				O[ob + 3u] = r.w;
+			}{{if $.Split}} else {
+				let pb = ((s * P.nq + i) * P.hq + h) * (D + 2u);
+				if (c4 == 0u) {
+					Part[pb] = m;
+					Part[pb + 1u] = total;
+				}
+				Part[pb + 2u + 4u * c4] = v.x;
+				Part[pb + 3u + 4u * c4] = v.y;
+				Part[pb + 4u + 4u * c4] = v.z;
+				Part[pb + 5u + 4u * c4] = v.w;
+			}{{end}}
 		}
-{{end}}		return;
 	}
-{{if .Split}}	let pb = ((s * P.nq + i) * P.hq + h) * (D + 2u);
-	if (li == 0u) {
-		Part[pb] = m;
-		Part[pb + 1u] = total;
-	}
-{{range $u := seq .DU}}	if (li + {{mul $u 128}}u < D) {
-		Part[pb + 2u + li + {{mul $u 128}}u] = acc{{$u}};
-	}
-{{end}}{{end}}}
+{{end}}}
 {{end}}
 
 {{define "combine"}}

@@ -44,28 +44,57 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 {{define "rope"}}
 // rope rotates pairs (j, j + dims/2), or (2j, 2j+1) when traditional, of
 // the first dims of each head by the host-computed (cos, sin) of its token.
+// With Two it also rotates a second tensor of heads1 heads (the same
+// tokens, head size and table: a layer's q and k) after the first.
 struct Params {
 	n: u32, heads: u32, hd: u32, dims: u32,
-	trad: u32, off: u32, pad0: u32, pad1: u32,
+	trad: u32, off: u32, heads1: u32, off1: u32,
 }
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(1) var<storage, read> X: array<f32>;
 @group(0) @binding(2) var<storage, read> CS: array<vec2<f32>>;
 @group(0) @binding(3) var<storage, read_write> O: array<f32>;
-{{template "grid"}}
+{{if .Two}}@group(0) @binding(4) var<storage, read> X1: array<f32>;
+@group(0) @binding(5) var<storage, read_write> O1: array<f32>;
+{{end}}{{template "grid"}}
+
+fn ld(s: u32, k: u32) -> f32 {
+{{if .Two}}	if (s == 1u) {
+		return X1[k];
+	}
+{{end}}	return X[k];
+}
+
+fn st(s: u32, k: u32, v: f32) {
+{{if .Two}}	if (s == 1u) {
+		O1[k] = v;
+		return;
+	}
+{{end}}	O[k] = v;
+}
 
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-	let i = wgIndex(wid, nwg) * 256u + li;
-	if (i >= P.n * P.heads * P.hd) {
+	var i = wgIndex(wid, nwg) * 256u + li;
+	var s = 0u;
+	var heads = P.heads;
+	var off = P.off;
+	let n0 = P.n * P.heads * P.hd;
+	if (i >= n0) {
+		s = 1u;
+		i -= n0;
+		heads = P.heads1;
+		off = P.off1;
+	}
+	if (i >= P.n * heads * P.hd) {
 		return;
 	}
 	let e = i % P.hd;
 	if (e >= P.dims) {
-		O[P.off + i] = X[i];
+		st(s, off + i, ld(s, i));
 		return;
 	}
-	let t = i / (P.heads * P.hd);
+	let t = i / (heads * P.hd);
 	let head = i - e;
 	let half = P.dims / 2u;
 	var j = e % half;
@@ -80,12 +109,12 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 		partner = e ^ 1u;
 	}
 	let cs = CS[t * half + j];
-	let x = X[i];
-	let y = X[head + partner];
+	let x = ld(s, i);
+	let y = ld(s, head + partner);
 	if (first) {
-		O[P.off + i] = x * cs.x - y * cs.y;
+		st(s, off + i, x * cs.x - y * cs.y);
 	} else {
-		O[P.off + i] = x * cs.x + y * cs.y;
+		st(s, off + i, x * cs.x + y * cs.y);
 	}
 }
 {{end}}
