@@ -81,6 +81,15 @@ func Load(dir string, opt Options) (*Model, error) {
 	if err := binder.Audit(impl.AuditIgnore()); err != nil {
 		return fail(err)
 	}
+	if c, ok := b.(tensor.UploadCopier); ok && c.CopiesUploads() {
+		// Every weight now lives in the backend's own buffers: unmap the
+		// checkpoint so its pages stop counting against the process (on a
+		// Mac's unified memory they would be a second copy of the model).
+		if err := set.Close(); err != nil {
+			return fail(err)
+		}
+		set = nil
+	}
 	chunk := opt.ChunkTokens
 	if chunk <= 0 {
 		chunk = 512
@@ -113,9 +122,14 @@ func (m *Model) Backend() string {
 	return m.backend.Name()
 }
 
-// Close frees the backend and unmaps the weights.
+// Close frees the backend and unmaps the weights (if a backend that reads
+// them in place still holds them).
 func (m *Model) Close() error {
-	return errors.Join(m.backend.Close(), m.set.Close())
+	err := m.backend.Close()
+	if m.set != nil {
+		err = errors.Join(err, m.set.Close())
+	}
+	return err
 }
 
 // Sequence is one conversation's state: its caches and length.

@@ -53,6 +53,14 @@ type Backend interface {
 	Close() error
 }
 
+// UploadCopier is implemented by backends whose Upload copies a weight's
+// bytes into memory of their own (device buffers), so the caller may release
+// the source (unmap the checkpoint) once loading is done. On unified memory
+// that is what keeps a loaded model from being resident twice.
+type UploadCopier interface {
+	CopiesUploads() bool
+}
+
 // Graph records one forward pass. Building it does no arithmetic: each
 // method appends a node and returns its T, checking shapes as it goes so a
 // wrong model fails while building, not halfway through a run.

@@ -281,6 +281,10 @@ func (b *Backend) Name() string { return "gpu" }
 // Adapter describes the device the backend runs on.
 func (b *Backend) Adapter() Adapter { return b.info }
 
+// CopiesUploads reports that Upload copies each weight into a device
+// buffer and keeps no reference to the caller's bytes (tensor.UploadCopier).
+func (b *Backend) CopiesUploads() bool { return true }
+
 // Close frees every device object the backend holds.
 func (b *Backend) Close() error {
 	for _, p := range b.plans {
