@@ -119,6 +119,14 @@ func main() {
 		}
 		g.p("GLOBL lanes%d<>(SB), RODATA|NOPTR, $64", per)
 	}
+	// the same for the second chunk of a pair (its groups follow the
+	// first chunk's 16/per)
+	for _, per := range []int{4, 8, 16} {
+		for i := 0; i < 16; i++ {
+			g.p("DATA lanesHi%d<>+%d(SB)/4, $%d", per, 4*i, 16/per+i/per)
+		}
+		g.p("GLOBL lanesHi%d<>(SB), RODATA|NOPTR, $64", per)
+	}
 	g.p("")
 	for _, s := range []isa{avx512, avx2} {
 		for _, bits := range []int{4, 8} {
@@ -140,6 +148,11 @@ func main() {
 		}
 		g.widen(s, "BF16")
 		g.widen(s, "F16")
+	}
+	for _, f16 := range []bool{false, true} {
+		for _, gs := range []int{32, 64, 128} {
+			g.quantWide(gs, f16)
+		}
 	}
 	for _, f16 := range []bool{false, true} {
 		for _, gs := range []int{32, 64, 128} {

@@ -116,6 +116,122 @@ RET`, name))
 	g.p("")
 }
 
+// quantWide writes the AVX-512 4-bit matrix–vector kernel for rows of a
+// multiple of 128 elements and groups of gs (32, 64 or 128):
+//
+//	func q4WgsScaleAVX512(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, iters int)
+//
+// It computes what quant does (Σ_g scale·Σ q·x + bias·xsum[g], x permuted
+// per 32) with fewer instructions per weight: each iteration takes 64
+// bytes (128 weights) unrolled, starts each group's sums with a multiply
+// instead of zeroing them, broadcasts a scale with one load, and leaves the
+// bias term to a 16-groups-at-a-time loop after the row's weights. Its
+// sums are regrouped (group products alternate between two accumulators;
+// biases summed 16 lanes wide), not otherwise changed.
+func (g *gen) quantWide(gs int, f16 bool) {
+	sc := "BF16"
+	if f16 {
+		sc = "F16"
+	}
+	name := fmt.Sprintf("q4W%d%sAVX512", gs, sc)
+	ng := 128 / gs // groups per iteration
+	bpg := gs / 32 // 16-byte blocks per group
+	g.p("// func %s(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, iters int)", name)
+	g.p("TEXT ·%s(SB), NOSPLIT, $0-72", name)
+	g.ins(`
+MOVQ w+0(FP), SI
+MOVQ scales+8(FP), R8
+MOVQ biases+16(FP), R9
+MOVQ x+24(FP), R10
+MOVQ out+40(FP), DI
+MOVQ rows+48(FP), R13
+VPBROADCASTD nibble<>(SB), Z31`)
+	g.p("%s_row:", name)
+	g.ins(`
+VPXORD Z0, Z0, Z0
+VPXORD Z24, Z24, Z24
+VPXORD Z1, Z1, Z1
+MOVQ R10, BX
+MOVQ iters+64(FP), DX`)
+	g.p("%s_loop:", name)
+	g.ins(prefetch("SI"))
+	for b := 0; b < 4; b++ {
+		gi := b / bpg
+		lo, hi := fmt.Sprintf("Z%d", 2+2*gi), fmt.Sprintf("Z%d", 3+2*gi)
+		op := "VFMADD231PS"
+		if b%bpg == 0 {
+			op = "VMULPS" // the group's first block starts its sums
+		}
+		g.ins(fmt.Sprintf(`
+VPMOVZXBD %[1]d(SI), Z12
+VPSRLD $4, Z12, Z13
+VPANDD Z31, Z12, Z12
+VCVTDQ2PS Z12, Z12
+VCVTDQ2PS Z13, Z13
+%[2]s %[3]d(BX), Z12, %[4]s
+%[2]s %[5]d(BX), Z13, %[6]s`, 16*b, op, 128*b, lo, 128*b+64, hi))
+	}
+	for gi := 0; gi < ng; gi++ {
+		lo, hi := fmt.Sprintf("Z%d", 2+2*gi), fmt.Sprintf("Z%d", 3+2*gi)
+		acc := "Z0"
+		if gi%2 == 1 {
+			acc = "Z24"
+		}
+		g.ins(fmt.Sprintf("VADDPS %s, %s, %s", hi, lo, lo))
+		if f16 {
+			g.ins(fmt.Sprintf("VPBROADCASTW %d(R8), Y20\nVCVTPH2PS Y20, Z20", 2*gi))
+		} else {
+			// each dword holds the bf16 twice: shifted, it is the float
+			g.ins(fmt.Sprintf("VPBROADCASTW %d(R8), Z20\nVPSLLD $16, Z20, Z20", 2*gi))
+		}
+		g.ins(fmt.Sprintf("VFMADD231PS Z20, %s, %s", lo, acc))
+	}
+	g.ins(fmt.Sprintf(`
+ADDQ $64, SI
+ADDQ $512, BX
+ADDQ $%d, R8
+DECQ DX
+JNZ %s_loop`, 2*ng, name))
+	// bias term: 16 groups per step, then one at a time
+	g.ins(`
+MOVQ xsum+32(FP), R11
+MOVQ groups+56(FP), AX`)
+	g.p("%s_bias:", name)
+	g.ins(fmt.Sprintf("CMPQ AX, $16\nJLT %s_tail", name))
+	if f16 {
+		g.ins("VCVTPH2PS (R9), Z21")
+	} else {
+		g.ins("VPMOVZXWD (R9), Z21\nVPSLLD $16, Z21, Z21")
+	}
+	g.ins(fmt.Sprintf(`
+VFMADD231PS (R11), Z21, Z1
+ADDQ $32, R9
+ADDQ $64, R11
+SUBQ $16, AX
+JMP %s_bias`, name))
+	g.p("%s_tail:", name)
+	g.ins("VADDPS Z24, Z0, Z0\nVADDPS Z1, Z0, Z0")
+	g.reduce(avx512, 0, 2)
+	g.p("%s_one:", name)
+	g.ins(fmt.Sprintf("TESTQ AX, AX\nJZ %s_done", name))
+	g.ins(loadScalar("(R9)", "X7", f16))
+	g.ins(fmt.Sprintf(`
+VFMADD231SS (R11), X7, X0
+ADDQ $2, R9
+ADDQ $4, R11
+DECQ AX
+JMP %s_one`, name))
+	g.p("%s_done:", name)
+	g.ins(fmt.Sprintf(`
+VMOVSS X0, (DI)
+ADDQ $4, DI
+DECQ R13
+JNZ %s_row
+VZEROUPPER
+RET`, name))
+	g.p("")
+}
+
 // quantI8 writes an int8-activation kernel (AVX-512 VNNI):
 //
 //	func qNI8GgsScale(w *byte, scales, biases *uint16, xq *int8, dv, xsum, out *float32, rows, chunks int)
@@ -160,6 +276,14 @@ MOVQ xq+24(FP), BX
 MOVQ dv+32(FP), R10
 MOVQ xsum+40(FP), R11
 MOVQ chunks+64(FP), DX`)
+	// 4-bit rows in 128-element chunks run two chunks per iteration: one
+	// load each of the pair's scales and biases, half the pointer updates,
+	// and two accumulators, so the loop spends its instructions on the
+	// dot products (the single-chunk loop below takes an odd last chunk).
+	pair := bits == 4 && !half
+	if pair {
+		g.quantI8Pair(name, gs, f16, per)
+	}
 	g.p("%s_chunk:", name)
 	g.ins(prefetch("SI"))
 	r := func(i int) string { return fmt.Sprintf("%s%d", v, i) }
@@ -211,6 +335,10 @@ ADDQ $%d, R9
 ADDQ $%d, R11
 DECQ DX
 JNZ %s_chunk`, chunk*bits/8, chunk, 4*lanes, 2*groups, 2*groups, 4*groups, name))
+	g.p("%s_done:", name)
+	if pair {
+		g.ins("VADDPS Z8, Z0, Z0")
+	}
 	g.reduce(avx512, 0, 2)
 	g.ins(`
 VMOVHLPS X1, X1, X3
@@ -226,6 +354,83 @@ JNZ %s_row
 VZEROUPPER
 RET`, name))
 	g.p("")
+}
+
+// quantI8Pair writes the two-chunk loop of a 4-bit int8-activation kernel
+// with 128-element chunks (quantI8): chunk pairs while DX ≥ 2, then, for
+// an odd count, one pass of the single-chunk loop that follows it (which
+// quantI8 writes after this), else the row's reduction. The second chunk
+// accumulates into Z8, added to Z0 at the end.
+func (g *gen) quantI8Pair(name string, gs int, f16 bool, per int) {
+	groups := 2 * 128 / gs // groups per pair: 8, 4 or 2
+	g.ins(fmt.Sprintf("VPXORD Z8, Z8, Z8\nVMOVDQU32 lanesHi%d<>(SB), Z29", per))
+	g.p("%s_pair:", name)
+	g.ins(fmt.Sprintf("CMPQ DX, $2\nJLT %s_odd", name))
+	g.ins(prefetch("SI"))
+	g.ins(fmt.Sprintf("PREFETCHT0 %d(SI)", prefetchAhead+64))
+	g.ins(`
+VPXORD Z2, Z2, Z2
+VPXORD Z3, Z3, Z3
+VMOVDQU64 (SI), Z4
+VMOVDQU64 64(SI), Z9
+VPSRLW $4, Z4, Z5
+VPSRLW $4, Z9, Z10
+VPANDD Z31, Z4, Z4
+VPANDD Z31, Z5, Z5
+VPANDD Z31, Z9, Z9
+VPANDD Z31, Z10, Z10
+VPDPBUSD (BX), Z4, Z2
+VPDPBUSD 64(BX), Z5, Z2
+VPDPBUSD 128(BX), Z9, Z3
+VPDPBUSD 192(BX), Z10, Z3
+VCVTDQ2PS Z2, Z2
+VCVTDQ2PS Z3, Z3`)
+	// the pair's scales (biases) as floats in X6 or Y6 (X7 or Y7): 16, 8
+	// or 4 bytes, loaded without reading past them
+	load := func(src string, reg int) string {
+		x := fmt.Sprintf("X%d", reg)
+		if groups == 8 {
+			x = fmt.Sprintf("Y%d", reg)
+		}
+		switch {
+		case groups == 2 && f16:
+			return fmt.Sprintf("MOVL %s, CX\nVMOVD CX, %s\nVCVTPH2PS %s, %s", src, x, x, x)
+		case groups == 2:
+			return fmt.Sprintf("MOVL %s, CX\nVMOVD CX, %s\nVPMOVZXWD %s, %s\nVPSLLD $16, %s, %s", src, x, x, x, x, x)
+		case f16:
+			return fmt.Sprintf("VCVTPH2PS %s, %s", src, x)
+		}
+		return fmt.Sprintf("VPMOVZXWD %s, %s\nVPSLLD $16, %s, %s", src, x, x, x)
+	}
+	g.ins(load("(R8)", 6))
+	g.ins(`
+VPERMPS Z6, Z30, Z11
+VPERMPS Z6, Z29, Z12
+VMULPS (R10), Z11, Z11
+VMULPS 64(R10), Z12, Z12
+VFMADD231PS Z11, Z2, Z0
+VFMADD231PS Z12, Z3, Z8`)
+	g.ins(load("(R9)", 7))
+	if groups == 8 {
+		g.ins("VFMADD231PS (R11), Y7, Y1")
+	} else {
+		g.ins("VFMADD231PS (R11), X7, X1")
+	}
+	g.ins(fmt.Sprintf(`
+ADDQ $128, SI
+ADDQ $256, BX
+ADDQ $128, R10
+ADDQ $%d, R8
+ADDQ $%d, R9
+ADDQ $%d, R11
+SUBQ $2, DX
+JMP %s_pair`, 2*groups, 2*groups, 4*groups, name))
+	g.p("%s_odd:", name)
+	if groups == 8 {
+		// the single-chunk loop's 128-bit bias FMA would clear Y1's top half
+		g.ins("VEXTRACTF128 $1, Y1, X3\nVADDPS X3, X1, X1")
+	}
+	g.ins(fmt.Sprintf("TESTQ DX, DX\nJZ %s_done", name))
 }
 
 // quantI8AVX2 writes the AVX2 int8-activation kernel for 4-bit weights

@@ -60,6 +60,15 @@ var avx512Kernels = &kernels{
 var avx512VNNIKernels = func() *kernels {
 	k := *avx512Kernels
 	k.name = "avx512vnni"
+	// the unrolled 4-bit kernels broadcast 16-bit scales (AVX-512 BW,
+	// which this set has)
+	k.q4 = func(a qargs) {
+		if fn := q4Wide(a); fn != nil {
+			qcallWide(a, fn)
+			return
+		}
+		qcall(a, 4, q4BF16AVX512, q4F16AVX512)
+	}
 	k.quantI8 = func(x []float32, xq8, xq4 []int8, dv8, dv4 []float32, c4 int) {
 		n := len(x)
 		if n%c4 != 0 || c4%32 != 0 || len(xq8) < n || len(xq4) < n || len(dv8) < n/4 || len(dv4) < n/8 {
@@ -128,6 +137,45 @@ func qcall(a qargs, bits int, bf16, f16 qfn) {
 	}
 	fn(&a.w[0], (*uint16)(unsafe.Pointer(&a.scales[0])), (*uint16)(unsafe.Pointer(&a.biases[0])),
 		&a.x[0], &a.xsum[0], &a.out[0], a.rows, a.groups, a.group/32)
+}
+
+// q4Wide is the unrolled 4-bit kernel (quantWide) for a's rows, or nil
+// when their length is not a multiple of 128 or the group size is not one
+// it was written for.
+func q4Wide(a qargs) qfn {
+	if (a.groups*a.group)%128 != 0 {
+		return nil
+	}
+	i := 0
+	if a.f16 {
+		i = 3
+	}
+	switch a.group {
+	case 32:
+	case 64:
+		i++
+	case 128:
+		i += 2
+	default:
+		return nil
+	}
+	return [6]qfn{q4W32BF16AVX512, q4W64BF16AVX512, q4W128BF16AVX512, q4W32F16AVX512, q4W64F16AVX512, q4W128F16AVX512}[i]
+}
+
+// qcallWide checks the slices against the shape and runs a quantWide
+// kernel (which reads x in 128-element steps and xsum in 16-group steps
+// only up to the row's length).
+func qcallWide(a qargs, fn qfn) {
+	if a.rows == 0 {
+		return
+	}
+	cols := a.groups * a.group
+	if len(a.x) < cols || len(a.xsum) < a.groups || len(a.out) < a.rows ||
+		len(a.scales) < 2*a.rows*a.groups || len(a.biases) < 2*a.rows*a.groups || len(a.w) != a.rows*cols/2 {
+		panic("cpu: quantized kernel arguments do not fit the shape")
+	}
+	fn(&a.w[0], (*uint16)(unsafe.Pointer(&a.scales[0])), (*uint16)(unsafe.Pointer(&a.biases[0])),
+		&a.x[0], &a.xsum[0], &a.out[0], a.rows, a.groups, cols/128)
 }
 
 type deqFn func(w *byte, scales, biases *uint16, out *float32, groups, blocks int)
@@ -292,6 +340,25 @@ func q8BF16AVX2(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, gr
 
 //go:noescape
 func q8F16AVX2(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, blocks int)
+
+//go:noescape
+//go:noescape
+func q4W32BF16AVX512(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, iters int)
+
+//go:noescape
+func q4W64BF16AVX512(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, iters int)
+
+//go:noescape
+func q4W128BF16AVX512(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, iters int)
+
+//go:noescape
+func q4W32F16AVX512(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, iters int)
+
+//go:noescape
+func q4W64F16AVX512(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, iters int)
+
+//go:noescape
+func q4W128F16AVX512(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, iters int)
 
 //go:noescape
 func q4I8G32BF16(w *byte, scales, biases *uint16, xq *int8, dv, xsum, out *float32, rows, chunks int)

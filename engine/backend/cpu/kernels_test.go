@@ -32,6 +32,11 @@ var formats = []weightFormat{
 	{"q8g64-f16", tensor.U32, 8, 64, tensor.F16},
 	{"q2g64", tensor.U32, 2, 64, tensor.BF16},
 	{"q6g64", tensor.U32, 6, 64, tensor.BF16},
+	// the other scale type of each 4-bit group size (the unrolled and
+	// int8 kernels load each their own way)
+	{"q4g64-f16", tensor.U32, 4, 64, tensor.F16},
+	{"q4g32-f16", tensor.U32, 4, 32, tensor.F16},
+	{"q4g128", tensor.U32, 4, 128, tensor.BF16},
 }
 
 func putScalar(buf []byte, i int, v float32, dt tensor.DType) {
@@ -268,8 +273,11 @@ func TestInt8Activations(t *testing.T) {
 		t.Skip("no kernel set with int8 activations on this CPU (needs AVX-512 VNNI)")
 	}
 	for _, ks := range sets {
-		for _, f := range []weightFormat{formats[3], formats[4], formats[5], formats[7], formats[8]} {
-			for _, k := range []int{64, 128, 192, 384, 2048} {
+		// every scale type and group size of the 4-bit kernels, odd and
+		// even 128-element chunk counts
+		fs := append([]weightFormat{formats[3], formats[4], formats[5], formats[7], formats[8]}, formats[11:]...)
+		for _, f := range fs {
+			for _, k := range []int{64, 128, 192, 256, 384, 2048} {
 				if k%f.group != 0 {
 					continue // the format does not fit this width
 				}

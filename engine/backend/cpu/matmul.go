@@ -90,6 +90,14 @@ type mvTask struct {
 	i8k      [maxFused]i8fn // each weight's int8 kernel, or nil
 }
 
+// mvChunks is how many chunks of a matrix–vector loop each thread takes
+// on average. A decode step is about 80 such loops, each ending when its
+// last chunk does: small chunks keep the threads' finishing times close
+// (measured on Llama-3.2-1B int8 decode, 2 threads: 16 per thread is
+// about 10% faster per step than 4, and than 64, whose chunks are too
+// short to keep the prefetchers streaming).
+const mvChunks = 16
+
 // mvRows is how many weight rows a kernel call covers before the loop
 // moves to the next input row, so the rows stay in cache across inputs.
 const mvRows = 16
@@ -232,7 +240,7 @@ func (b *Backend) matvec(x []float32, m, k int, mats []*mat, outs [][]float32) {
 		}
 	}
 	total := t.starts[t.nm]
-	b.pool.parallel(total, b.pool.grainFor(total, 4, mvRows), t)
+	b.pool.parallel(total, b.pool.grainFor(total, mvChunks, mvRows), t)
 	*t = mvTask{}
 }
 
