@@ -286,7 +286,8 @@ func TestEstimateSmallModels(t *testing.T) {
 		t.Run(e.Name, func(t *testing.T) {
 			shape := shapeOf(t, e.Path())
 			ctx := min(shape.MaxContextTokens, 256)
-			j := job{Dir: e.Path(), Context: ctx, Prompt: ctx - 40, Decode: 40}
+			decode := min(40, ctx/4) // llama_dynamic's context is 32
+			j := job{Dir: e.Path(), Context: ctx, Prompt: ctx - decode, Decode: decode}
 			got := measure(t, j)
 			b := fit.Estimate(shape, fit.Options{ContextTokens: ctx, OverheadBytes: got.BaselineBytes})
 			t.Logf("estimate %.2f MB (weights %.2f, kv %.2f, work %.2f, gc %.2f, baseline %.2f); measured peak %.2f MB; measured − estimate %+.2f MB",

@@ -264,6 +264,14 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 		sum("u", fmt.Sprintf("k + %du", S))
 		args += ", u"
 	}
+	s.storeCall(&w, args)
+	return w.String()
+}
+
+// storeCall ends a kernel: the invocation stores its result through the
+// store function of the output it computes (which), with args.
+func (s *mvSpec) storeCall(w *strings.Builder, args string) {
+	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
 	for i := range s.Out {
 		if i == 0 {
 			p("\tif (which == 0u) {\n")
@@ -273,7 +281,6 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 		p("\t\tstore%d(%s);\n", i, args)
 	}
 	p("\t}\n}\n")
-	return w.String()
 }
 
 // wName is the accessor of weight m (Dual: 0 gate, 1 up) for output i.
@@ -646,14 +653,6 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 		sum("u", fmt.Sprintf("li + %du", R))
 		args += ", u"
 	}
-	for i := range s.Out {
-		if i == 0 {
-			p("\tif (which == 0u) {\n")
-		} else {
-			p("\t} else if (which == %du) {\n", i)
-		}
-		p("\t\tstore%d(%s);\n", i, args)
-	}
-	p("\t}\n}\n")
+	s.storeCall(&w, args)
 	return w.String()
 }
