@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	"hearth/engine/config"
 	"hearth/engine/registry"
 	"hearth/internal/testmodels"
 )
@@ -152,5 +154,64 @@ func TestChatPage(t *testing.T) {
 	}
 	if r := ts.do(t, http.MethodGet, "/api/nothing", "", nil); r.Status != 404 || !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
 		t.Errorf("GET /api/nothing = %d %s, want a JSON 404", r.Status, r.Body)
+	}
+}
+
+// TestShow: Ollama's clients read a model's template, defaults and context
+// length from /api/show before they chat.
+func TestShow(t *testing.T) {
+	reg := registry.New(t.TempDir(), chatTiny().Dir, testmodels.Root()+"/qwen3-f32")
+	ts := startServer(t, func(c *serverConfig) { c.opt.Registry = reg })
+	var show struct {
+		Template     string         `json:"template"`
+		Parameters   string         `json:"parameters"`
+		ModelInfo    map[string]any `json:"model_info"`
+		Capabilities []string       `json:"capabilities"`
+		Details      struct {
+			Family        string `json:"family"`
+			ParameterSize string `json:"parameter_size"`
+		} `json:"details"`
+		Tier string `json:"tier"`
+	}
+	for _, body := range []string{`{"model":"chat-tiny"}`, `{"name":"chat-tiny:latest"}`, `{}`} {
+		ts.postOK(t, "/api/show", body, &show)
+		if !strings.Contains(show.Template, "<|im_start|>") || show.Details.Family != "qwen3" || show.Details.ParameterSize == "" ||
+			show.ModelInfo["qwen3.context_length"] != float64(256) || !slices.Contains(show.Capabilities, "completion") || show.Tier != "generic" {
+			t.Errorf("POST /api/show %s = %+v", body, show)
+		}
+	}
+	if r := ts.post(t, "/api/show", `{"model":"acme/missing"}`); r.Status != http.StatusNotFound {
+		t.Errorf("unknown model: %d %s, want 404", r.Status, r.Body)
+	}
+	if r := ts.post(t, "/api/show", `{"model":`); r.Status != http.StatusBadRequest {
+		t.Errorf("malformed body: %d %s, want 400", r.Status, r.Body)
+	}
+	// /api/tags gives the parameter count as Ollama does: a string.
+	var tags struct {
+		Models []struct {
+			Details struct {
+				ParameterSize string `json:"parameter_size"`
+			} `json:"details"`
+		} `json:"models"`
+	}
+	if r := ts.do(t, http.MethodGet, "/api/tags", "", nil); r.Status != 200 || json.Unmarshal(r.Body, &tags) != nil || tags.Models[0].Details.ParameterSize == "" {
+		t.Errorf("/api/tags = %d %s", r.Status, r.Body)
+	}
+}
+
+func TestModelfileParameters(t *testing.T) {
+	no, yes := false, true
+	for _, tc := range []struct {
+		g    config.Generation
+		want string
+	}{
+		{config.Generation{}, ""},
+		{config.Generation{DoSample: &no, Temperature: 0.7}, "top_k          1\n"},
+		{config.Generation{DoSample: &yes, Temperature: 0.6, TopK: 20, TopP: 0.95, RepetitionPenalty: 1.1},
+			"temperature    0.6\ntop_k          20\ntop_p          0.95\nrepeat_penalty 1.1\n"},
+	} {
+		if got := modelfileParameters(tc.g); got != tc.want {
+			t.Errorf("modelfileParameters(%+v) = %q, want %q", tc.g, got, tc.want)
+		}
 	}
 }

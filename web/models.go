@@ -20,6 +20,7 @@ type modelEntry struct {
 	Object        string   `json:"object"` // "model"
 	Created       int64    `json:"created"`
 	OwnedBy       string   `json:"owned_by"`
+	ModelType     string   `json:"model_type,omitempty"`
 	Family        string   `json:"family"`
 	Tier          string   `json:"tier"`
 	Fidelity      string   `json:"fidelity,omitempty"`
@@ -31,6 +32,8 @@ type modelEntry struct {
 	Fit           *fitBody `json:"fit,omitempty"`
 	Default       bool     `json:"default"`
 	Loaded        bool     `json:"loaded"`
+
+	dir string // the checkpoint, for /api/show
 }
 
 // fitBody is fit.Verdict on the wire.
@@ -69,9 +72,9 @@ func (s *Server) catalog() ([]modelEntry, error) {
 		}
 		seen[r.Dir] = true
 		e := modelEntry{ID: r.Name(), Object: "model", Created: modTime(r.Dir), OwnedBy: owner(r.ID),
-			Family: r.Family, Tier: r.Tier, Fidelity: r.Fidelity, Capabilities: r.Capabilities,
+			ModelType: r.ModelType, Family: r.Family, Tier: r.Tier, Fidelity: r.Fidelity, Capabilities: r.Capabilities,
 			ContextLength: r.ContextTokens, Parameters: r.Params, SizeBytes: r.Bytes, Quantization: r.Quantization,
-			Loaded: loaded[r.Dir]}
+			Loaded: loaded[r.Dir], dir: r.Dir}
 		if r.Dir == def.Dir {
 			e.ID, e.OwnedBy, e.Default = def.ID, "local", true
 		}
@@ -89,12 +92,12 @@ func (s *Server) catalog() ([]modelEntry, error) {
 		}
 		seen[st.Dir] = true
 		out = append(out, modelEntry{ID: st.ID, Object: "model", Created: st.LoadedAt.Unix(), OwnedBy: owner(st.ID),
-			Family: st.Family, Tier: st.Tier, Fidelity: st.Fidelity, Capabilities: st.Capabilities,
+			ModelType: st.ModelType, Family: st.Family, Tier: st.Tier, Fidelity: st.Fidelity, Capabilities: st.Capabilities,
 			ContextLength: st.ContextTokens, Parameters: st.Params, SizeBytes: st.WeightBytes, Quantization: st.Quantization,
-			Default: st.Dir == def.Dir, Loaded: true})
+			Default: st.Dir == def.Dir, Loaded: true, dir: st.Dir})
 	}
 	if def.Dir != "" && !seen[def.Dir] {
-		out = append(out, modelEntry{ID: def.ID, Object: "model", Created: modTime(def.Dir), OwnedBy: "local", Capabilities: []string{}, Default: true})
+		out = append(out, modelEntry{ID: def.ID, Object: "model", Created: modTime(def.Dir), OwnedBy: "local", Capabilities: []string{}, Default: true, dir: def.Dir})
 	}
 	return out, nil
 }
@@ -125,17 +128,27 @@ func (s *Server) models(c echo.Context) error {
 
 // model serves GET /v1/models/{id} (ids contain slashes).
 func (s *Server) model(c echo.Context) error {
-	id := c.Param("*")
-	list, err := s.catalog()
+	m, err := s.catalogEntry(c.Param("*"))
 	if err != nil {
 		return err
 	}
+	return c.JSON(http.StatusOK, m)
+}
+
+// catalogEntry finds a servable model by its id (Ollama's ":latest" tag
+// allowed).
+func (s *Server) catalogEntry(id string) (modelEntry, error) {
+	list, err := s.catalog()
+	if err != nil {
+		return modelEntry{}, err
+	}
+	id = strings.TrimSuffix(id, ":latest")
 	for _, m := range list {
 		if m.ID == id {
-			return c.JSON(http.StatusOK, m)
+			return m, nil
 		}
 	}
-	return &apiError{status: http.StatusNotFound, param: "model", code: "model_not_found", msg: "model " + strconv.Quote(id) + " not found (GET /v1/models lists the models on this machine)"}
+	return modelEntry{}, &apiError{status: http.StatusNotFound, param: "model", code: "model_not_found", msg: "model " + strconv.Quote(id) + " not found (GET /v1/models lists the models on this machine)"}
 }
 
 // tagEntry is one model of GET /api/tags (Ollama's listing), unsupported
@@ -149,7 +162,7 @@ type tagEntry struct {
 	Details    struct {
 		Format            string `json:"format"`
 		Family            string `json:"family"`
-		ParameterSize     int64  `json:"parameter_size"`
+		ParameterSize     string `json:"parameter_size"` // "1.7B", as Ollama writes it
 		QuantizationLevel string `json:"quantization_level"`
 	} `json:"details"`
 	Tier     string `json:"tier"`
@@ -177,7 +190,7 @@ func (s *Server) tags(c echo.Context) error {
 		if st, err := os.Stat(r.Dir); err == nil {
 			t.ModifiedAt = st.ModTime().UTC()
 		}
-		t.Details.Format, t.Details.Family, t.Details.ParameterSize, t.Details.QuantizationLevel = "safetensors", r.Family, r.Params, r.Quantization
+		t.Details.Format, t.Details.Family, t.Details.ParameterSize, t.Details.QuantizationLevel = "safetensors", r.Family, paramSize(r.Params), r.Quantization
 		if e := r.Err(); e != nil && t.Reason == "" {
 			t.Reason = e.Error()
 		}
@@ -190,7 +203,7 @@ func (s *Server) tags(c echo.Context) error {
 		if !seen[st.Dir] {
 			seen[st.Dir] = true
 			t := tagEntry{Name: st.ID, Model: st.ID, ModifiedAt: st.LoadedAt.UTC(), Size: st.WeightBytes, Tier: st.Tier, Servable: true}
-			t.Details.Format, t.Details.Family, t.Details.ParameterSize, t.Details.QuantizationLevel = "safetensors", st.Family, st.Params, st.Quantization
+			t.Details.Format, t.Details.Family, t.Details.ParameterSize, t.Details.QuantizationLevel = "safetensors", st.Family, paramSize(st.Params), st.Quantization
 			out = append(out, t)
 		}
 	}
@@ -203,4 +216,13 @@ func (s *Server) tags(c echo.Context) error {
 		out = append(out, t)
 	}
 	return c.JSON(http.StatusOK, map[string]any{"models": out})
+}
+
+// paramSize is a parameter count as Ollama's details give it ("1.7B"), or
+// "" when unknown.
+func paramSize(n int64) string {
+	if n <= 0 {
+		return ""
+	}
+	return registry.FormatParams(n)
 }

@@ -126,6 +126,7 @@ func (s *Server) handler(addr net.Addr) http.Handler {
 	e.POST("/api/tokenize", s.tokenize)
 	e.POST("/api/detokenize", s.detokenize)
 	e.POST("/api/chat", s.ollamaChat)
+	e.POST("/api/show", s.show)
 	e.POST("/api/generate", s.ollamaGenerate)
 
 	e.GET("/v1/models", s.models)

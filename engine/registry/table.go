@@ -24,7 +24,7 @@ func Table(w io.Writer, recs []Record, judge func(Record) fit.Verdict) error {
 	head = append(head, "NOTE")
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
 	for _, r := range recs {
-		row := []string{r.Name(), r.Tier, size(r.Bytes), params(r.Params), dash(r.Quantization), ctxLabel(r.ContextTokens)}
+		row := []string{r.Name(), r.Tier, size(r.Bytes), FormatParams(r.Params), dash(r.Quantization), ctxLabel(r.ContextTokens)}
 		if judge != nil {
 			row = append(row, fitCell(r, judge))
 		}
@@ -93,8 +93,9 @@ func size(n int64) string {
 	return fit.FormatBytes(n)
 }
 
-// params is a parameter count as model cards write it: 596M, 7.6B.
-func params(n int64) string {
+// FormatParams is a parameter count as model cards write it: 596M, 7.6B
+// ("-" when unknown).
+func FormatParams(n int64) string {
 	switch {
 	case n <= 0:
 		return "-"

@@ -102,10 +102,10 @@ func TestFormatting(t *testing.T) {
 	tests := []struct {
 		got, want string
 	}{
-		{params(596_049_920), "596M"},
-		{params(8_190_735_360), "8.2B"},
-		{params(150_000), "150K"},
-		{params(0), "-"},
+		{FormatParams(596_049_920), "596M"},
+		{FormatParams(8_190_735_360), "8.2B"},
+		{FormatParams(150_000), "150K"},
+		{FormatParams(0), "-"},
 		{ctxLabel(40960), "40K"},
 		{ctxLabel(8192), "8K"},
 		{ctxLabel(256), "256"},

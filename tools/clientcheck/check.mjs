@@ -119,6 +119,9 @@ const ogen = await ollama.generate({ model, prompt: messages[0].content, options
 check("ollama.generate", ogen.done && ogen.response === text, JSON.stringify(ogen));
 const tags = await ollama.list();
 check("ollama.list", tags.models.some((m) => m.name === model), JSON.stringify(tags.models.map((m) => m.name)));
+const shown = await ollama.show({ model });
+check("ollama.show", typeof shown.template === "string" && shown.template.length > 0 && typeof shown.details.parameter_size === "string" &&
+  Object.keys(shown.model_info).some((k) => k.endsWith(".context_length")), JSON.stringify(shown.details));
 const unload = await ollama.generate({ model, prompt: "", keep_alive: 0 });
 const psAfterUnload = await ollama.ps();
 check("ollama unload", unload.done_reason === "unload" && psAfterUnload.models.length === 0, JSON.stringify({ unload, ps: psAfterUnload.models.length }));

@@ -1,0 +1,129 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"hearth/engine/config"
+	"hearth/engine/template"
+)
+
+// showRequest is Ollama's POST /api/show.
+type showRequest struct {
+	Model string `json:"model"`
+	Name  string `json:"name"` // Ollama's older spelling
+}
+
+// showResponse is what Ollama's clients read from /api/show: the chat
+// template, the sampling defaults as Modelfile parameter lines, details,
+// capabilities and model_info's "<family>.context_length" (which clients
+// such as Continue and Open WebUI use to size prompts).
+type showResponse struct {
+	Modelfile    string         `json:"modelfile"`
+	Parameters   string         `json:"parameters"`
+	Template     string         `json:"template"`
+	Details      showDetails    `json:"details"`
+	ModelInfo    map[string]any `json:"model_info"`
+	Capabilities []string       `json:"capabilities"`
+	ModifiedAt   time.Time      `json:"modified_at"`
+	// Hearth's own: how it runs the model.
+	Graph    string `json:"graph"`
+	Tier     string `json:"tier"`
+	Fidelity string `json:"fidelity,omitempty"`
+}
+
+type showDetails struct {
+	Format            string   `json:"format"`
+	Family            string   `json:"family"`
+	Families          []string `json:"families"`
+	ParameterSize     string   `json:"parameter_size"`
+	QuantizationLevel string   `json:"quantization_level"`
+}
+
+// show serves POST /api/show from the checkpoint's files; it does not load
+// the model.
+func (s *Server) show(c echo.Context) error {
+	body, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	var in showRequest
+	if err := decodeJSON(body, &in); err != nil {
+		return err
+	}
+	name := in.Model
+	if name == "" {
+		name = in.Name
+	}
+	if name == "" {
+		name = s.pool.Default().ID
+	}
+	m, err := s.catalogEntry(name)
+	if err != nil {
+		return err
+	}
+	// Ollama's family and architecture are the checkpoint's model_type
+	// ("llama", "qwen3"); Hearth's family (which code runs it) is Graph.
+	arch := m.ModelType
+	if arch == "" {
+		arch = m.Family
+	}
+	out := showResponse{
+		Modelfile: fmt.Sprintf("# Hearth serves %s from %s\n", m.ID, m.dir),
+		Details: showDetails{Format: "safetensors", Family: arch, Families: []string{arch},
+			ParameterSize: paramSize(m.Parameters), QuantizationLevel: m.Quantization},
+		ModelInfo:    map[string]any{"general.architecture": arch, "general.parameter_count": m.Parameters},
+		Capabilities: []string{"completion"},
+		ModifiedAt:   time.Unix(m.Created, 0).UTC(),
+		Graph:        m.Family,
+		Tier:         m.Tier,
+		Fidelity:     m.Fidelity,
+	}
+	if m.ContextLength > 0 {
+		out.ModelInfo[arch+".context_length"] = m.ContextLength
+	}
+	for _, capability := range m.Capabilities {
+		if capability != "embeddings" { // Ollama names only what chat uses
+			out.Capabilities = append(out.Capabilities, capability)
+		}
+	}
+	if t, err := template.Load(m.dir); err == nil {
+		out.Template = t.Source()
+	}
+	if cfg, err := config.Load(m.dir); err == nil {
+		out.Parameters = modelfileParameters(cfg.Generation)
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// modelfileParameters writes a checkpoint's sampling defaults the way
+// Ollama's "parameters" field does: one "name value" line each, in its
+// option names.
+func modelfileParameters(g config.Generation) string {
+	var b strings.Builder
+	line := func(name string, v any) { fmt.Fprintf(&b, "%-15s%v\n", name, v) }
+	if g.DoSample != nil && !*g.DoSample {
+		line("top_k", 1) // greedy: what the engine does for do_sample false
+	} else {
+		if g.Temperature > 0 {
+			line("temperature", g.Temperature)
+		}
+		if g.TopK > 0 {
+			line("top_k", g.TopK)
+		}
+		if g.TopP > 0 {
+			line("top_p", g.TopP)
+		}
+		if g.MinP > 0 {
+			line("min_p", g.MinP)
+		}
+	}
+	if g.RepetitionPenalty > 0 && g.RepetitionPenalty != 1 {
+		line("repeat_penalty", g.RepetitionPenalty)
+	}
+	return b.String()
+}
