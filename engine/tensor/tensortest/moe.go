@@ -9,8 +9,9 @@ import (
 
 // moe adds cases for the mixture-of-experts ops: the router with each
 // scoring and normalisation, the expert-gathered matmul on dense and
-// quantized stacked weights (shared and per-slot inputs, few and many rows
-// per expert), and the weighted sum.
+// quantized stacked weights (shared and per-slot inputs, one row and
+// many, empty experts and experts with hundreds of rows), and the
+// weighted sum.
 func moe(add func(tensor.Op, string, func(*checker, *tensor.Graph) (tensor.T, []float64))) {
 	for _, tc := range []struct {
 		name       string
@@ -86,6 +87,17 @@ func moe(add func(tensor.Op, string, func(*checker, *tensor.Graph) (tensor.T, []
 		{"ExpertMatMul/q4g64-many-rows-slots", 0, 4, 64, 41, 2, 3, 21, 128, true},
 		{"ExpertMatMul/q8g32-slots", 0, 8, 32, 4, 3, 4, 10, 96, true},
 		{"ExpertMatMul/q2g64", 0, 2, 64, 2, 2, 3, 6, 64, false},
+		// one row (decode); most experts get no slot
+		{"ExpertMatMul/q4g64-one-row", 0, 4, 64, 1, 4, 9, 70, 128, false},
+		// widths off 32 and 64, most experts empty
+		{"ExpertMatMul/F32-odd-sparse", tensor.F32, 0, 0, 3, 2, 16, 67, 37, false},
+		// ~87 slots per expert and ragged 64-row tiles: several blocks of slots
+		{"ExpertMatMul/q4g32-many-pairs", 0, 4, 32, 130, 4, 6, 130, 96, false},
+		{"ExpertMatMul/q8g128-many-pairs-slots", 0, 8, 128, 60, 3, 4, 33, 256, true},
+		// every row picks both experts: 700 slots each, more than one
+		// pass over a kernel's slot list
+		{"ExpertMatMul/BF16-every-row-slots", tensor.BF16, 0, 0, 700, 2, 2, 20, 34, true},
+		{"ExpertMatMul/F16-every-row", tensor.F16, 0, 0, 900, 3, 3, 9, 64, false},
 	} {
 		add(tensor.OpExpertMatMul, tc.name, func(c *checker, g *tensor.Graph) (tensor.T, []float64) {
 			var w tensor.T
