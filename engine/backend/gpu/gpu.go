@@ -204,10 +204,10 @@ func New(opt Options) (*Backend, error) {
 		layouts: map[*wgpu.ComputePipeline]*wgpu.BindGroupLayout{},
 		plans:   map[string]*plan{},
 	}
-	if b.limits.MaxStorageBuffersPerShaderStage < 8 || b.limits.MaxComputeWorkgroupStorageSize < 16384 {
+	if b.limits.MaxStorageBuffersPerShaderStage < 8 || b.limits.MaxComputeWorkgroupStorageSize < minWorkgroupBytes {
 		b.Close()
-		return nil, fmt.Errorf("gpu: adapter %q allows %d storage buffers and %d bytes of workgroup memory per kernel (need 8 and 16384)",
-			b.info.Name, b.limits.MaxStorageBuffersPerShaderStage, b.limits.MaxComputeWorkgroupStorageSize)
+		return nil, fmt.Errorf("gpu: adapter %q allows %d storage buffers and %d bytes of workgroup memory per kernel (need 8 and %d)",
+			b.info.Name, b.limits.MaxStorageBuffersPerShaderStage, b.limits.MaxComputeWorkgroupStorageSize, minWorkgroupBytes)
 	}
 	b.maxBind = b.limits.MaxStorageBufferBindingSize &^ 255
 	b.maxBlock = b.maxBind
@@ -280,6 +280,12 @@ func (b *Backend) Name() string { return "gpu" }
 
 // Adapter describes the device the backend runs on.
 func (b *Backend) Adapter() Adapter { return b.info }
+
+// minWorkgroupBytes is the most workgroup memory a fixed-size kernel
+// declares: gemm.wgsl's two 32×65 float tiles (padded against bank
+// conflicts), 256 bytes over WebGPU's 16 KiB default. Kernels sized at
+// compile time (matvec, the MoE kernels) fit themselves to the limit.
+const minWorkgroupBytes = 2 * 32 * 65 * 4
 
 // CopiesUploads reports that Upload copies each weight into a device
 // buffer and keeps no reference to the caller's bytes (tensor.UploadCopier).
