@@ -63,7 +63,10 @@ func Load(dir string, opt Options) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", dir, err)
 	}
-	set, err := weights.Open(dir)
+	// A backend that reads the weights in place (the CPU) streams them on
+	// every decode step: it gets them on huge pages (weights.OpenOptions).
+	copier, _ := b.(tensor.UploadCopier)
+	set, err := weights.OpenWith(dir, weights.OpenOptions{HugePages: copier == nil || !copier.CopiesUploads()})
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", dir, err)
 	}
@@ -81,7 +84,7 @@ func Load(dir string, opt Options) (*Model, error) {
 	if err := binder.Audit(impl.AuditIgnore()); err != nil {
 		return fail(err)
 	}
-	if c, ok := b.(tensor.UploadCopier); ok && c.CopiesUploads() {
+	if copier != nil && copier.CopiesUploads() {
 		// Every weight now lives in the backend's own buffers: unmap the
 		// checkpoint so its pages stop counting against the process (on a
 		// Mac's unified memory they would be a second copy of the model).

@@ -306,20 +306,22 @@ func prefill(ctx context.Context, m *engine.Model, vocab, n int) (time.Duration,
 	return time.Since(start), nil
 }
 
-// decode feeds one token untimed, then times n greedy steps.
+// decode feeds one token untimed, then times n greedy steps the way the
+// engine's runner decodes greedily (engine/generate.go): ForwardArgmax, so
+// the backend picks each step's token and the logits are not read back.
 func decode(ctx context.Context, m *engine.Model, vocab, n int) (time.Duration, error) {
 	seq, err := m.NewSequence(n + 1)
 	if err != nil {
 		return 0, err
 	}
 	defer seq.Close()
-	logits, err := seq.Forward(ctx, prompt(1, vocab), false)
+	id, err := seq.ForwardArgmax(ctx, prompt(1, vocab))
 	if err != nil {
 		return 0, err
 	}
 	start := time.Now()
 	for i := 0; i < n; i++ {
-		if logits, err = seq.Forward(ctx, []int32{argmax(logits)}, false); err != nil {
+		if id, err = seq.ForwardArgmax(ctx, []int32{id}); err != nil {
 			return 0, err
 		}
 	}

@@ -13,6 +13,7 @@ package cpu
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"hearth/engine/tensor"
 )
@@ -40,6 +41,7 @@ type Backend struct {
 	scratch scratch
 	tasks   tasks
 	closed  bool
+	prof    *Profile // per-node timer (SetProfile), or nil
 }
 
 type buffer struct {
@@ -81,7 +83,11 @@ func New(opt Options) *Backend {
 	if err != nil {
 		panic("cpu.New: " + err.Error())
 	}
-	return &Backend{threads: t, k: k, int8: opt.Int8Activations && k.i8 != nil, pool: newPool(t), scratch: scratch{workers: make([]workerScratch, t)}}
+	b := &Backend{threads: t, k: k, int8: opt.Int8Activations && k.i8 != nil, pool: newPool(t), scratch: scratch{workers: make([]workerScratch, t)}}
+	if p := nextProfile.Swap(nil); p != nil {
+		b.SetProfile(p)
+	}
+	return b
 }
 
 // Name is "cpu".
@@ -214,6 +220,10 @@ func (b *Backend) Run(ctx context.Context, g *tensor.Graph, outs ...tensor.T) er
 	if b.closed {
 		return fmt.Errorf("run: backend is closed")
 	}
+	var start time.Time
+	if b.prof != nil {
+		start = time.Now()
+	}
 	p := b.planFor(g, outs)
 	b.cur = p
 	if len(b.arena) < p.arena+arenaAlign {
@@ -239,9 +249,19 @@ func (b *Backend) Run(ctx context.Context, g *tensor.Graph, outs ...tensor.T) er
 				return err
 			}
 		}
+		var t0 time.Time
+		if b.prof != nil {
+			t0 = time.Now()
+		}
 		if err := b.exec(g, i); err != nil {
 			return fmt.Errorf("node %d (%v): %w", i, g.Nodes[i].Op, err)
 		}
+		if b.prof != nil {
+			b.profNode(g, i, time.Since(t0))
+		}
+	}
+	if b.prof != nil {
+		b.profFinish(time.Since(start))
 	}
 	return nil
 }

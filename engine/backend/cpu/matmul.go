@@ -92,11 +92,15 @@ type mvTask struct {
 
 // mvChunks is how many chunks of a matrix–vector loop each thread takes
 // on average. A decode step is about 80 such loops, each ending when its
-// last chunk does: small chunks keep the threads' finishing times close
-// (measured on Llama-3.2-1B int8 decode, 2 threads: 16 per thread is
-// about 10% faster per step than 4, and than 64, whose chunks are too
-// short to keep the prefetchers streaming).
-const mvChunks = 16
+// last chunk does, so chunks must be small enough that the threads finish
+// close together, and large enough that each chunk's start (a new stream
+// for the prefetchers, and a TLB miss) is paid rarely. Measured on
+// Llama-3.2-1B int8 decode, 2 threads, weights on huge pages, workers
+// spinning between loops (docs/design/cpu.md, "Where a decode step
+// goes"): 8 per thread gives a step about 5% shorter than 16 or 32; 4
+// is as fast as 8 on a quiet machine. (16 was the best choice while the
+// workers parked between loops and joined each one late.)
+const mvChunks = 8
 
 // mvRows is how many weight rows a kernel call covers before the loop
 // moves to the next input row, so the rows stay in cache across inputs.

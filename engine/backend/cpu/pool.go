@@ -3,6 +3,7 @@ package cpu
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // task is one parallel loop body: run handles items [lo, hi) on worker w
@@ -20,9 +21,8 @@ type task interface {
 //
 // A decode step is a few hundred short loops with a little serial work in
 // between, so waking a parked thread for each would cost more than the
-// gaps: after a loop, workers (and the caller, waiting for them) spin for a
-// few tens of microseconds on the loop generation before they park on a
-// channel.
+// gaps: after a loop, workers (and the caller, waiting for them) spin on
+// the loop generation for spinFor before they park on a channel.
 type pool struct {
 	threads int
 
@@ -41,11 +41,49 @@ type pool struct {
 	grain   int
 	next    atomic.Int64
 	pending atomic.Int32 // workers still in the loop
+
+	prof *poolProf // Profile's counters, or nil
 }
 
-// spinIters is how many times a waiting thread checks before it parks
-// (tens of microseconds).
-const spinIters = 1 << 15
+// spinFor is how long a waiting thread spins before it parks. It covers
+// a decode step's gaps between loops and the engine's work between steps
+// (a few hundred µs): a parked worker takes long to wake (a futex wake-up
+// and the Go scheduler handing it a P: about 100 µs on the VM of
+// docs/benchmarks.md, more under load), and with the few tens of
+// microseconds it spun before, it parked before almost every loop of a
+// step, so the caller did much of each loop alone. Past yieldAfter the
+// spin yields the CPU at every look, so on a machine shared with other
+// processes it does not keep the thread it waits for off the CPU (without
+// that, a 2 ms spin made contended decode steps several times slower).
+const spinFor = time.Millisecond
+
+// spinning reports whether a thread that began waiting at start (a
+// monoNow time) should keep spinning; it reads the clock only every 256th
+// call (i counts them). After yieldAfter it yields the CPU at each of
+// those reads, so a spinning thread does not hold the CPU that the thread
+// it waits for (descheduled by the OS for another process) needs.
+func spinning(i int, start *int64) bool {
+	if i&255 != 0 {
+		return true
+	}
+	now := monoNow()
+	if i == 0 {
+		*start = now
+		return true
+	}
+	if now-*start >= int64(yieldAfter) {
+		osYield()
+	}
+	return now-*start < int64(spinFor)
+}
+
+// yieldAfter is how long a waiting thread spins before it starts to yield
+// between looks: longer than the usual gap between two loops of a step.
+const yieldAfter = 50 * time.Microsecond
+
+var monoBase = time.Now()
+
+func monoNow() int64 { return int64(time.Since(monoBase)) }
 
 func newPool(threads int) *pool {
 	return &pool{threads: max(1, threads)}
@@ -66,8 +104,10 @@ func (p *pool) worker(w int) {
 	defer p.alive.Done()
 	var seen uint64
 	for {
+		slept := false
+		var since int64
 		for i := 0; p.gen.Load() == seen; i++ {
-			if i < spinIters {
+			if spinning(i, &since) {
 				continue
 			}
 			// Park. Announce it first and look again, so a loop posted in
@@ -76,13 +116,17 @@ func (p *pool) worker(w int) {
 			p.parked[w].Store(true)
 			if p.gen.Load() == seen {
 				<-p.wake[w]
+				slept = true
 			}
 			p.parked[w].Store(false)
-			i = 0
+			i = -1 // spin afresh
 		}
 		seen = p.gen.Load()
 		if p.quit.Load() {
 			return
+		}
+		if pp := p.prof; pp != nil {
+			pp.woke(slept)
 		}
 		p.chunks(w)
 		if p.pending.Add(-1) == 0 && p.wait.Load() {
@@ -120,11 +164,21 @@ func (p *pool) parallel(n, grain int, t task) {
 	p.t, p.n, p.grain = t, n, grain
 	p.next.Store(0)
 	p.pending.Store(int32(p.threads - 1))
+	var t0, t1 int64
+	pp := p.prof
+	if pp != nil {
+		t0 = pp.now()
+		pp.posted.Store(t0)
+	}
 	p.gen.Add(1) // publishes the fields above
 	p.rouse()
 	p.chunks(0)
+	if pp != nil {
+		t1 = pp.now()
+	}
+	var since int64
 	for i := 0; p.pending.Load() != 0; i++ {
-		if i < spinIters {
+		if spinning(i, &since) {
 			continue
 		}
 		p.wait.Store(true)
@@ -132,7 +186,10 @@ func (p *pool) parallel(n, grain int, t task) {
 			<-p.done
 		}
 		p.wait.Store(false)
-		i = 0
+		i = -1 // spin afresh
+	}
+	if pp != nil {
+		pp.loop(t0, t1, pp.now())
 	}
 	p.t = nil
 }

@@ -3,6 +3,7 @@ package cpu
 import (
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // countTask counts how often each item is visited.
@@ -30,9 +31,7 @@ func TestPool(t *testing.T) {
 				}
 			}
 			if loop%50 == 0 {
-				for i := 0; i < 4*spinIters; i++ { // let the workers park
-					p.gen.Load()
-				}
+				time.Sleep(4 * spinFor) // let the workers park
 			}
 		}
 		p.close()
