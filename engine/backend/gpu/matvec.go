@@ -122,22 +122,7 @@ func (s *mvSpec) source() string {
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(%d) var<storage, read> X: array<vec4<f32>>;
 `, s.XBind)
-	for i := range s.W {
-		s.W[i].Prescaled = s.Shared
-		w.WriteString(s.W[i].String())
-	}
-	if s.Norm != nil {
-		w.WriteString(s.Norm.String())
-	}
-	for i := range s.Out {
-		if s.Bias[i] != nil {
-			w.WriteString(s.Bias[i].String())
-		}
-		p("@group(0) @binding(%d) var<storage, read_write> O%d: array<f32>;\n", s.Out[i], i)
-		if s.Res[i] >= 0 {
-			p("@group(0) @binding(%d) var<storage, read> RES%d: array<f32>;\n", s.Res[i], i)
-		}
-	}
+	s.bindings(&w, s.Shared)
 	kb := s.K / 32
 	p("const K4: u32 = %du;\nconst KB: u32 = %du;\n", s.K/4, kb)
 	p("var<workgroup> red: array<f32, %d>;\n", s.redFloats())
@@ -266,6 +251,29 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 	}
 	s.storeCall(&w, args)
 	return w.String()
+}
+
+// bindings declares the weights' accessors (prescaled: they read x
+// already scaled for the 4-bit dot product), the norm, and each output with
+// its bias and residual.
+func (s *mvSpec) bindings(w *strings.Builder, prescaled bool) {
+	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+	for i := range s.W {
+		s.W[i].Prescaled = prescaled
+		w.WriteString(s.W[i].String())
+	}
+	if s.Norm != nil {
+		w.WriteString(s.Norm.String())
+	}
+	for i := range s.Out {
+		if s.Bias[i] != nil {
+			w.WriteString(s.Bias[i].String())
+		}
+		p("@group(0) @binding(%d) var<storage, read_write> O%d: array<f32>;\n", s.Out[i], i)
+		if s.Res[i] >= 0 {
+			p("@group(0) @binding(%d) var<storage, read> RES%d: array<f32>;\n", s.Res[i], i)
+		}
+	}
 }
 
 // storeCall ends a kernel: the invocation stores its result through the
@@ -481,22 +489,7 @@ func (s *mvSpec) colSource() string {
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(%d) var<storage, read> X: array<vec4<f32>>;
 `, s.XBind)
-	for i := range s.W {
-		s.W[i].Prescaled = true
-		w.WriteString(s.W[i].String())
-	}
-	if s.Norm != nil {
-		w.WriteString(s.Norm.String())
-	}
-	for i := range s.Out {
-		if s.Bias[i] != nil {
-			w.WriteString(s.Bias[i].String())
-		}
-		p("@group(0) @binding(%d) var<storage, read_write> O%d: array<f32>;\n", s.Out[i], i)
-		if s.Res[i] >= 0 {
-			p("@group(0) @binding(%d) var<storage, read> RES%d: array<f32>;\n", s.Res[i], i)
-		}
-	}
+	s.bindings(&w, true)
 	kb := s.K / 32
 	R, T, NB := s.Col, s.T, s.NB
 	S := R * s.mats()
