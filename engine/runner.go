@@ -63,18 +63,32 @@ type Info struct {
 
 // Open loads dir (config, weights, tokenizer, chat template) and starts the
 // goroutine that owns it.
+// Its errors are *LoadError.
 func Open(dir string, opt RunnerOptions) (*Runner, error) {
 	m, err := Load(dir, opt.Options)
 	if err != nil {
-		return nil, err
+		return nil, &LoadError{Dir: dir, Err: err}
 	}
 	r, err := newRunner(dir, m, opt)
 	if err != nil {
 		m.Close()
-		return nil, fmt.Errorf("load %s: %w", dir, err)
+		return nil, &LoadError{Dir: dir, Err: fmt.Errorf("load %s: %w", dir, err)}
 	}
 	return r, nil
 }
+
+// LoadError is a checkpoint that could not be opened: a missing or corrupt
+// file, a failed weight audit, an unsupported architecture or rope type,
+// no backend. It is the model's fault, not the request's or the server's,
+// and the next request for the model tries again. Its message names the
+// directory and the cause.
+type LoadError struct {
+	Dir string
+	Err error
+}
+
+func (e *LoadError) Error() string { return e.Err.Error() }
+func (e *LoadError) Unwrap() error { return e.Err }
 
 func newRunner(dir string, m *Model, opt RunnerOptions) (*Runner, error) {
 	tok, err := tokenizer.Load(dir)

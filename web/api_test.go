@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"hearth/engine/config"
+	"hearth/engine/pool"
 	"hearth/engine/registry"
 	"hearth/internal/testmodels"
 )
@@ -213,5 +216,58 @@ func TestModelfileParameters(t *testing.T) {
 		if got := modelfileParameters(tc.g); got != tc.want {
 			t.Errorf("modelfileParameters(%+v) = %q, want %q", tc.g, got, tc.want)
 		}
+	}
+}
+
+// TestBrokenCheckpoint: a model whose files cannot load gets a 400 that
+// names the cause, and the server goes on serving the others.
+func TestBrokenCheckpoint(t *testing.T) {
+	root := t.TempDir()
+	copyDir := func(name string) string {
+		t.Helper()
+		dst := filepath.Join(root, name)
+		if err := os.CopyFS(dst, os.DirFS(chatTiny().Dir)); err != nil {
+			t.Fatal(err)
+		}
+		return dst
+	}
+	noTokenizer := copyDir("no-tokenizer")
+	if err := os.Remove(filepath.Join(noTokenizer, "tokenizer.json")); err != nil {
+		t.Fatal(err)
+	}
+	truncated := copyDir("truncated")
+	st, err := os.Stat(filepath.Join(truncated, "model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(filepath.Join(truncated, "model.safetensors"), st.Size()-100); err != nil {
+		t.Fatal(err)
+	}
+	reg := registry.New(t.TempDir(), chatTiny().Dir, noTokenizer, truncated)
+	ts := startServer(t, func(c *serverConfig) {
+		c.opt.Registry = reg
+		c.pool.Resolve = func(name string) (pool.Model, error) {
+			rec, err := reg.Resolve(name)
+			return pool.Model{ID: rec.Name(), Dir: rec.Dir, Shape: rec.Shape}, err
+		}
+	})
+	for _, tc := range []struct{ dir, want string }{
+		{noTokenizer, "tokenizer.json"},
+		{truncated, "model.safetensors"},
+	} {
+		for _, path := range []string{"/v1/chat/completions", "/api/chat"} {
+			body := fmt.Sprintf(`{"model":%q,"messages":[{"role":"user","content":"hi"}],"max_tokens":2,"stream":false}`, tc.dir)
+			r := ts.post(t, path, body)
+			if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), tc.want) {
+				t.Errorf("POST %s for %s = %d %s, want 400 naming %s", path, filepath.Base(tc.dir), r.Status, r.Body, tc.want)
+			}
+		}
+	}
+	var out struct {
+		Choices []struct{} `json:"choices"`
+	}
+	ts.postOK(t, "/v1/chat/completions", `{"model":"chat-tiny","messages":[{"role":"user","content":"hi"}],"max_tokens":2}`, &out)
+	if len(out.Choices) != 1 {
+		t.Errorf("chat-tiny after the broken loads: %+v", out)
 	}
 }

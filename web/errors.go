@@ -54,6 +54,7 @@ func classify(err error) problem {
 		mbe *http.MaxBytesError
 		he  *echo.HTTPError
 		fe  *fit.Error
+		le  *engine.LoadError
 	)
 	switch {
 	case errors.As(err, &ae):
@@ -76,6 +77,12 @@ func classify(err error) problem {
 		return problem{Status: http.StatusBadRequest, Param: "model", Message: err.Error()}
 	case errors.As(err, &fe):
 		return problem{Status: http.StatusBadRequest, Param: "model", Code: "insufficient_memory", Message: err.Error()}
+	case errors.Is(err, registry.ErrUnservable):
+		return problem{Status: http.StatusBadRequest, Param: "model", Code: "model_load_failed", Message: err.Error()}
+	case errors.As(err, &le):
+		// A broken checkpoint: the request named a model that cannot run
+		// as it is on disk; the server itself is fine.
+		return problem{Status: http.StatusBadRequest, Param: "model", Code: "model_load_failed", Message: err.Error()}
 	case errors.Is(err, pool.ErrNoModel):
 		return problem{Status: http.StatusBadRequest, Param: "model", Message: "model is required: " + err.Error()}
 	case errors.As(err, &mbe):

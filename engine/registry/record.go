@@ -82,6 +82,19 @@ func (r Record) Err() error {
 	return nil
 }
 
+// ErrUnservable is wrapped by the error of every record that cannot be
+// served because of its own files or config (Record.Err, Resolve): a
+// missing config.json, a truncated download, an unsupported model_type
+// (which wraps family.ErrUnsupported too).
+var ErrUnservable = errors.New("model cannot be served")
+
+// unservable marks a classification's cause with ErrUnservable, keeping
+// its message.
+type unservable struct{ err error }
+
+func (e unservable) Error() string   { return e.err.Error() }
+func (e unservable) Unwrap() []error { return []error{e.err, ErrUnservable} }
+
 func shortCommit(c string) string {
 	if len(c) > 12 {
 		return c[:12]
@@ -97,7 +110,7 @@ func classify(dir, id, revision string, refs []string, profiles []ExactProfile) 
 	rec.Drafter = drafterName(id)
 	fail := func(err error) Record {
 		rec.Tier = TierUnsupported
-		rec.err = err
+		rec.err = unservable{err}
 		rec.Reason = err.Error()
 		return rec
 	}
