@@ -32,6 +32,9 @@ func NewBinder(s *Set, q QuantConfig) *Binder {
 	return &Binder{s: s, q: q, used: map[string]bool{}, missing: map[string]bool{}}
 }
 
+// Alloc is the Set's Alloc: memory for a weight assembled at load.
+func (b *Binder) Alloc(n int) ([]byte, error) { return b.s.Alloc(n) }
+
 // Tensor returns the dense tensor with the full checkpoint name. On a miss it
 // records the name as missing and returns a zero Weight.
 func (b *Binder) Tensor(name string) tensor.Weight {

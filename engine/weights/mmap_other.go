@@ -23,3 +23,8 @@ func mapFile(path string) ([]byte, error) {
 
 // unmapFile releases nothing: the data is ordinary memory.
 func unmapFile([]byte) error { return nil }
+
+// allocAnon falls back to the Go heap where there is no unix mmap.
+func allocAnon(n int) ([]byte, error) { return make([]byte, n), nil }
+
+func freeAnon([]byte) error { return nil }

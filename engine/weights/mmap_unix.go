@@ -35,3 +35,23 @@ func unmapFile(data []byte) error {
 	}
 	return syscall.Munmap(data)
 }
+
+// allocAnon returns n zeroed bytes of anonymous memory outside the Go
+// heap, for freeAnon.
+func allocAnon(n int) ([]byte, error) {
+	if n == 0 {
+		return nil, nil
+	}
+	b, err := syscall.Mmap(-1, 0, n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if err != nil {
+		return nil, fmt.Errorf("allocate %d bytes: %w", n, err)
+	}
+	return b, nil
+}
+
+func freeAnon(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	return syscall.Munmap(b)
+}

@@ -17,6 +17,7 @@ import (
 type Set struct {
 	maps    [][]byte // per file, in files order
 	huge    [][]byte // per file: the readHuge mapping holding maps[i], or nil
+	allocs  [][]byte // Alloc's memory, freed at Close
 	files   []string
 	tensors map[string]tensorRef
 	names   []string
@@ -123,7 +124,31 @@ func (s *Set) Close() error {
 		}
 	}
 	s.maps = nil
+	for _, b := range s.allocs {
+		if err := freeAnon(b); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	s.allocs = nil
 	return errors.Join(errs...)
+}
+
+// Alloc returns n zeroed bytes that live as long as the Set, outside the Go
+// heap (anonymous memory where the OS maps it): for weights a model
+// assembles from several tensors at load, such as experts stacked into one
+// tensor, which then cost the process once and no garbage-collector
+// headroom. Close frees them, so they follow the same rule as the mapped
+// files: valid until Close.
+func (s *Set) Alloc(n int) ([]byte, error) {
+	if s.closed {
+		return nil, errors.New("weights: Alloc after Close")
+	}
+	b, err := allocAnon(n)
+	if err != nil {
+		return nil, err
+	}
+	s.allocs = append(s.allocs, b)
+	return b, nil
 }
 
 // Names returns every tensor name in the checkpoint, sorted.

@@ -148,3 +148,32 @@ func TestWriteErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestSetAlloc: memory for assembled weights is zeroed, writable, lives
+// until Close and is refused after it.
+func TestSetAlloc(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "model.safetensors", f32("x", []int{2}, 1, 2))
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 3<<20 + 5 // several pages, not a multiple of one
+	b, err := s.Alloc(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) != n || b[0] != 0 || b[n-1] != 0 {
+		t.Fatalf("Alloc(%d) = %d bytes, ends %d %d", n, len(b), b[0], b[n-1])
+	}
+	b[0], b[n-1] = 1, 2
+	if empty, err := s.Alloc(0); err != nil || len(empty) != 0 {
+		t.Errorf("Alloc(0) = %d bytes, %v", len(empty), err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Alloc(1); err == nil {
+		t.Error("Alloc after Close succeeded")
+	}
+}

@@ -171,26 +171,40 @@ func (m *Model) bindMoE(l *nn.Loader, p string) (*moeBlock, bool) {
 // stack reads prefix{e}.name for every expert e (dense or quantized, all
 // alike) and joins them into one [experts, out, in] weight. Every tensor is
 // bound, so the audit stays exact; a missing one is reported by the Binder.
+// The joined bytes live in the weight set's own memory (Binder.Alloc), off
+// the Go heap, so a CPU backend that keeps them costs the model's size once,
+// and a GPU backend's copy frees them with the set after load.
 func stack(l *nn.Loader, prefix, name string, experts int) tensor.Weight {
-	var out tensor.Weight
-	for e := 0; e < experts; e++ {
+	parts := make([]tensor.Weight, experts)
+	for e := range parts {
 		w := l.W.Linear(fmt.Sprintf("%s%d.%s", prefix, e, name))
 		if w.Data == nil {
 			return tensor.Weight{}
 		}
-		if e == 0 {
-			out = tensor.Weight{Name: prefix + "*." + name, DType: w.DType, Shape: append([]int{experts}, w.Shape...),
-				Quant: w.Quant, ScaleDType: w.ScaleDType}
-			out.Data = make([]byte, 0, experts*len(w.Data))
-		}
-		if !slices.Equal(w.Shape, out.Shape[1:]) || w.DType != out.DType || (w.Quant == nil) != (out.Quant == nil) ||
-			(w.Quant != nil && (*w.Quant != *out.Quant || w.ScaleDType != out.ScaleDType)) {
+		if w0 := parts[0]; e > 0 && (!slices.Equal(w.Shape, w0.Shape) || w.DType != w0.DType || (w.Quant == nil) != (w0.Quant == nil) ||
+			(w.Quant != nil && (*w.Quant != *w0.Quant || w.ScaleDType != w0.ScaleDType))) {
 			l.Fail(fmt.Errorf("expert %d of %s%s differs from expert 0 in shape, dtype or quantization", e, prefix, name))
 			return tensor.Weight{}
 		}
-		out.Data = append(out.Data, w.Data...)
-		out.Scales = append(out.Scales, w.Scales...)
-		out.Biases = append(out.Biases, w.Biases...)
+		parts[e] = w
+	}
+	w0 := parts[0]
+	nd, ns := len(w0.Data), len(w0.Scales)
+	mem, err := l.W.Alloc(experts * (nd + 2*ns))
+	if err != nil {
+		l.Fail(fmt.Errorf("stack %s*.%s: %w", prefix, name, err))
+		return tensor.Weight{}
+	}
+	out := tensor.Weight{Name: prefix + "*." + name, DType: w0.DType, Shape: append([]int{experts}, w0.Shape...),
+		Quant: w0.Quant, ScaleDType: w0.ScaleDType}
+	out.Data, mem = mem[:experts*nd:experts*nd], mem[experts*nd:]
+	if ns > 0 {
+		out.Scales, out.Biases = mem[:experts*ns:experts*ns], mem[experts*ns:]
+	}
+	for e, w := range parts {
+		copy(out.Data[e*nd:], w.Data)
+		copy(out.Scales[e*ns:], w.Scales)
+		copy(out.Biases[e*ns:], w.Biases)
 	}
 	return out
 }
