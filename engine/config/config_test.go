@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -132,5 +133,30 @@ func TestGemma3Ropes(t *testing.T) {
 		if c.HiddenAct != "gelu_pytorch_tanh" {
 			t.Errorf("%s: HiddenAct = %q, want hidden_activation's gelu_pytorch_tanh", file, c.HiddenAct)
 		}
+	}
+}
+
+func TestFields(t *testing.T) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(`{"a":1.5,"n":3,"b":true,"l":[1,2],"one":4,"nil":null,"bad":"x"}`), &m); err != nil {
+		t.Fatal(err)
+	}
+	f := NewFields(m)
+	if f.Float("a", 0) != 1.5 || f.Int("n", 0) != 3 || !f.Bool("b", false) || f.Float("nil", 7) != 7 || f.Int("missing", 9) != 9 {
+		t.Error("values or defaults wrong")
+	}
+	if got := f.Ints("l"); len(got) != 2 || got[1] != 2 {
+		t.Errorf("Ints(l) = %v", got)
+	}
+	if got := f.Ints("one"); len(got) != 1 || got[0] != 4 {
+		t.Errorf("Ints(one) = %v", got)
+	}
+	if f.Err() != nil {
+		t.Fatalf("Err = %v before a malformed read", f.Err())
+	}
+	f.Int("a", 0) // 1.5 is not an integer
+	f.Float("bad", 0)
+	if err := f.Err(); err == nil || !strings.Contains(err.Error(), `"a"`) {
+		t.Errorf("Err = %v, want the first malformed key, \"a\"", err)
 	}
 }

@@ -122,3 +122,22 @@ func (r *reader) into(key string, dst any) {
 		r.fail(key, v, fmt.Sprintf("%T", dst)[1:])
 	}
 }
+
+// Fields reads optional values of a config object that Config does not
+// normalise (a family's own keys, a rope object's parameters): absent and
+// null keys take the default, and the first malformed value is kept, with
+// its key, as Err.
+type Fields struct{ r reader }
+
+// NewFields reads m (Config.Text, Rope.Params).
+func NewFields(m map[string]json.RawMessage) *Fields { return &Fields{r: reader{m: m}} }
+
+func (f *Fields) Float(key string, def float64) float64 { return f.r.float(key, def) }
+func (f *Fields) Int(key string, def int) int           { return f.r.int(key, def) }
+func (f *Fields) Bool(key string, def bool) bool        { return f.r.bool(key, def) }
+
+// Ints reads an integer or a list of integers (nil when absent).
+func (f *Fields) Ints(key string) []int { return f.r.ids(key) }
+
+// Err is the first malformed value's error, naming its key.
+func (f *Fields) Err() error { return f.r.err }

@@ -191,34 +191,34 @@ func longrope(c config.Rope, dims, maxPositions int) (*Rope, error) {
 // between, and attention_factor scales cos and sin. Tensor steps are
 // float32 as in torch; the correction range is float64 as in Python.
 func yarn(c config.Rope, dims, maxPositions int) (*Rope, error) {
-	p := ropeParams{m: c.Params}
+	p := config.NewFields(c.Params)
 	orig := c.OriginalMaxPositionEmbeddings
 	if orig <= 0 {
 		orig = maxPositions // transformers' standardize_rope_params default
 	}
-	factor := p.float("factor", 0)
+	factor := p.Float("factor", 0)
 	if factor == 0 && orig > 0 {
 		factor = float64(maxPositions) / float64(orig)
 	}
-	attn := p.float("attention_factor", 0)
+	attn := p.Float("attention_factor", 0)
 	if attn == 0 {
-		ms, msAll := p.float("mscale", 0), p.float("mscale_all_dim", 0)
+		ms, msAll := p.Float("mscale", 0), p.Float("mscale_all_dim", 0)
 		if ms != 0 && msAll != 0 {
 			attn = yarnMscale(factor, ms) / yarnMscale(factor, msAll)
 		} else {
 			attn = yarnMscale(factor, 1)
 		}
 	}
-	betaFast, betaSlow := p.float("beta_fast", 0), p.float("beta_slow", 0)
+	betaFast, betaSlow := p.Float("beta_fast", 0), p.Float("beta_slow", 0)
 	if betaFast == 0 {
 		betaFast = 32
 	}
 	if betaSlow == 0 {
 		betaSlow = 1
 	}
-	truncate := p.bool("truncate", true)
-	if p.err != nil {
-		return nil, fmt.Errorf("rope yarn: %w", p.err)
+	truncate := p.Bool("truncate", true)
+	if err := p.Err(); err != nil {
+		return nil, fmt.Errorf("rope yarn: %w", err)
 	}
 	if factor <= 0 || orig <= 0 || c.Theta <= 1 {
 		return nil, fmt.Errorf("rope yarn: needs factor > 0, original_max_position_embeddings and rope_theta > 1 (got %v, %d, %v)", factor, orig, c.Theta)
@@ -290,41 +290,4 @@ func (d *dynamicNTK) table(end int) *tensor.Rope {
 	}
 	d.tables[end] = t
 	return t
-}
-
-// ropeParams reads optional numbers and booleans from a rope object; null
-// counts as absent. The first malformed value is kept as an error.
-type ropeParams struct {
-	m   map[string]json.RawMessage
-	err error
-}
-
-func (p *ropeParams) float(key string, def float64) float64 {
-	raw, ok := p.m[key]
-	if !ok || string(raw) == "null" {
-		return def
-	}
-	var f float64
-	if err := json.Unmarshal(raw, &f); err != nil {
-		if p.err == nil {
-			p.err = fmt.Errorf("%q is %s, want a number", key, raw)
-		}
-		return def
-	}
-	return f
-}
-
-func (p *ropeParams) bool(key string, def bool) bool {
-	raw, ok := p.m[key]
-	if !ok || string(raw) == "null" {
-		return def
-	}
-	var b bool
-	if err := json.Unmarshal(raw, &b); err != nil {
-		if p.err == nil {
-			p.err = fmt.Errorf("%q is %s, want true or false", key, raw)
-		}
-		return def
-	}
-	return b
 }

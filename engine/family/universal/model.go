@@ -78,35 +78,35 @@ func New(c *config.Config, l *nn.Loader) (family.Model, error) {
 	if m.act, err = activation(c.HiddenAct); err != nil {
 		return nil, fmt.Errorf("universal %s: %w", c.TextModelType, err)
 	}
-	extra := &extras{m: c.Text}
+	extra := config.NewFields(c.Text)
 	eps := float32(c.RMSNormEps)
 	if d.NormEpsKey != "" {
-		eps = float32(extra.float(d.NormEpsKey, c.RMSNormEps))
+		eps = float32(extra.Float(d.NormEpsKey, c.RMSNormEps))
 	}
 	m.attnScale = float32(1 / math.Sqrt(float64(c.HeadDim)))
-	if s := extra.float("query_pre_attn_scalar", 0); s > 0 {
+	if s := extra.Float("query_pre_attn_scalar", 0); s > 0 {
 		m.attnScale = float32(1 / math.Sqrt(s))
 	}
-	m.attnCap = float32(extra.float("attn_logit_softcapping", 0))
-	m.finalCap = float32(extra.float("final_logit_softcapping", 0))
+	m.attnCap = float32(extra.Float("attn_logit_softcapping", 0))
+	m.finalCap = float32(extra.Float("final_logit_softcapping", 0))
 	if d.EmbedScale {
 		m.embedScale = float32(math.Sqrt(float64(c.HiddenSize)))
 	}
 	if d.Multipliers {
 		// Absent keys take GraniteConfig's defaults, all 1 (the attention
 		// scale too, not 1/√head_dim).
-		if e := float32(extra.float("embedding_multiplier", 1)); e != 1 {
+		if e := float32(extra.Float("embedding_multiplier", 1)); e != 1 {
 			m.embedScale = e
 		}
-		m.attnScale = float32(extra.float("attention_multiplier", 1))
-		m.residualMult = float32(extra.float("residual_multiplier", 1))
-		m.logitsScale = float32(extra.float("logits_scaling", 1))
+		m.attnScale = float32(extra.Float("attention_multiplier", 1))
+		m.residualMult = float32(extra.Float("residual_multiplier", 1))
+		m.logitsScale = float32(extra.Float("logits_scaling", 1))
 		if m.logitsScale == 0 {
 			return nil, fmt.Errorf(`universal %s: "logits_scaling" must not be 0`, c.TextModelType)
 		}
 	}
-	if extra.err != nil {
-		return nil, fmt.Errorf("universal %s: %w", c.TextModelType, extra.err)
+	if extra.Err() != nil {
+		return nil, fmt.Errorf("universal %s: %w", c.TextModelType, extra.Err())
 	}
 	if err := m.configureMoE(); err != nil {
 		return nil, fmt.Errorf("universal %s: %w", c.TextModelType, err)
@@ -363,25 +363,3 @@ func activation(name string) (func(*tensor.Graph, tensor.T) tensor.T, error) {
 
 // traditional makes a copy of r that rotates adjacent pairs.
 func traditional(r *nn.Rope) *nn.Rope { return r.WithTraditional() }
-
-// extras reads model-specific numbers from the config object, keeping the
-// first malformed one as an error.
-type extras struct {
-	m   map[string]json.RawMessage
-	err error
-}
-
-func (e *extras) float(key string, def float64) float64 {
-	raw, ok := e.m[key]
-	if !ok || string(raw) == "null" {
-		return def
-	}
-	var f float64
-	if err := json.Unmarshal(raw, &f); err != nil {
-		if e.err == nil {
-			e.err = fmt.Errorf("%q is %s, want a number", key, raw)
-		}
-		return def
-	}
-	return f
-}

@@ -1,10 +1,10 @@
 package universal
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 
+	"hearth/engine/config"
 	"hearth/engine/nn"
 	"hearth/engine/tensor"
 )
@@ -70,36 +70,36 @@ func (m *Model) configureMoE() error {
 		return nil
 	}
 	c := m.cfg
-	ex := &extras{m: c.Text}
+	ex := config.NewFields(c.Text)
 	experts := 0
 	for _, key := range []string{d.ExpertsKey, "num_experts", "num_local_experts"} {
-		if experts = ex.int(key, 0); experts != 0 {
+		if experts = ex.Int(key, 0); experts != 0 {
 			break
 		}
 	}
 	mc := &moeConfig{
 		experts: experts,
-		topK:    ex.int("num_experts_per_tok", 0),
+		topK:    ex.Int("num_experts_per_tok", 0),
 		inter:   c.IntermediateSize,
-		norm:    d.AlwaysNorm || ex.bool("norm_topk_prob", false),
+		norm:    d.AlwaysNorm || ex.Bool("norm_topk_prob", false),
 	}
 	if d.InterKey != "" {
-		mc.inter = ex.int(d.InterKey, 0)
+		mc.inter = ex.Int(d.InterKey, 0)
 	}
 	if d.Shared {
-		mc.sharedInter = ex.int("shared_expert_intermediate_size", 0)
+		mc.sharedInter = ex.Int("shared_expert_intermediate_size", 0)
 	}
 	step := 1
 	var dense []int
 	if d.SparseStep {
-		step = ex.int("decoder_sparse_step", 1)
-		dense = ex.ints("mlp_only_layers")
+		step = ex.Int("decoder_sparse_step", 1)
+		dense = ex.Ints("mlp_only_layers")
 	}
-	if ex.err != nil {
-		return ex.err
-	}
-	if v := ex.float("clip_qkv", 0); v != 0 {
+	if v := ex.Float("clip_qkv", 0); v != 0 {
 		return fmt.Errorf(`"clip_qkv" %v is not supported`, v)
+	}
+	if err := ex.Err(); err != nil {
+		return err
 	}
 	switch {
 	case mc.experts < 1:
@@ -232,36 +232,4 @@ func (b *moeBlock) forward(g *tensor.Graph, m *Model, h tensor.T) tensor.T {
 		out = g.Add(out, g.ExpertSum(g.Reshape(s, n, 1, hidden), sr))
 	}
 	return out
-}
-
-func (e *extras) int(key string, def int) int {
-	f := e.float(key, float64(def))
-	if f != float64(int(f)) && e.err == nil {
-		e.err = fmt.Errorf("%q is %v, want an integer", key, f)
-	}
-	return int(f)
-}
-
-func (e *extras) bool(key string, def bool) bool {
-	raw, ok := e.m[key]
-	if !ok || string(raw) == "null" {
-		return def
-	}
-	var v bool
-	if err := json.Unmarshal(raw, &v); err != nil && e.err == nil {
-		e.err = fmt.Errorf("%q is %s, want true or false", key, raw)
-	}
-	return v
-}
-
-func (e *extras) ints(key string) []int {
-	raw, ok := e.m[key]
-	if !ok || string(raw) == "null" {
-		return nil
-	}
-	var v []int
-	if err := json.Unmarshal(raw, &v); err != nil && e.err == nil {
-		e.err = fmt.Errorf("%q is %s, want a list of integers", key, raw)
-	}
-	return v
 }
