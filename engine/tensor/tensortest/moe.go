@@ -103,7 +103,7 @@ func moe(add func(tensor.Op, string, func(*checker, *tensor.Graph) (tensor.T, []
 			var w tensor.T
 			var wr []float64
 			if tc.bits > 0 {
-				w, wr = c.uploadQuantShape(tc.bits, tc.group, tc.e, tc.out, tc.in)
+				w, wr = c.uploadQuant(tc.bits, tc.group, tc.e, tc.out, tc.in)
 			} else {
 				w, wr = c.upload("experts", tc.dt, c.randn(tc.e*tc.out*tc.in), tc.e, tc.out, tc.in)
 			}

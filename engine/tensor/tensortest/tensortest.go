@@ -118,15 +118,10 @@ func (c *checker) upload(name string, dt tensor.DType, vals []float32, shape ...
 	return t, widen(rounded)
 }
 
-// uploadQuant packs random levels for an MLX-quantized weight [rows, cols]
-// and returns the dequantized values the op must use.
-func (c *checker) uploadQuant(bits, group, rows, cols int) (tensor.T, []float64) {
-	return c.uploadQuantShape(bits, group, rows, cols)
-}
-
-// uploadQuantShape is uploadQuant for any shape whose last axis is the
-// quantized one (e.g. stacked experts [experts, out, in]).
-func (c *checker) uploadQuantShape(bits, group int, shape ...int) (tensor.T, []float64) {
+// uploadQuant packs random levels for an MLX-quantized weight of shape
+// ([rows, cols], or stacked experts [experts, out, in]: the last axis is
+// the quantized one) and returns the dequantized values the op must use.
+func (c *checker) uploadQuant(bits, group int, shape ...int) (tensor.T, []float64) {
 	cols := shape[len(shape)-1]
 	rows := tensor.Elements(shape) / cols
 	perWord := 32 / bits
@@ -155,9 +150,8 @@ func (c *checker) uploadQuantShape(bits, group int, shape ...int) (tensor.T, []f
 		sf[i] = math.Float32frombits(uint32(s) << 16)
 		bf[i] = math.Float32frombits(uint32(b) << 16)
 	}
-	w := tensor.Weight{Name: fmt.Sprintf("q%dg%d", bits, group), DType: tensor.U32, Shape: []int{rows, cols}, Data: words,
+	w := tensor.Weight{Name: fmt.Sprintf("q%dg%d", bits, group), DType: tensor.U32, Shape: append([]int(nil), shape...), Data: words,
 		Quant: &tensor.Quant{Bits: bits, GroupSize: group}, Scales: scales, Biases: biases, ScaleDType: tensor.BF16}
-	w.Shape = append([]int(nil), shape...)
 	t, err := c.b.Upload(w)
 	if err != nil {
 		c.t.Fatalf("upload quantized: %v", err)
