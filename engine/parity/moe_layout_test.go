@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -85,10 +86,7 @@ func rewriteExperts(t *testing.T, src, dst, layout string) {
 			blocks[mm[1]] = b
 		}
 		// names sort experts 0, 1, 10, 2, ...: place each by its index
-		var e int
-		for _, c := range mm[2] {
-			e = e*10 + int(c-'0')
-		}
+		e, _ := strconv.Atoi(mm[2]) // the pattern matched digits
 		for len(b.parts[r]) <= e {
 			b.parts[r] = append(b.parts[r], nil)
 		}
