@@ -39,7 +39,8 @@ func (c *cli) resolveModel(name string) (pool.Model, error) {
 
 // registryResolve is the server's resolver: names from HTTP requests reach
 // only models in the Hugging Face cache, never an arbitrary directory
-// (the --model directory is served as the default).
+// (the --model directory is served as the default). It does no memory
+// check: the pool judges each load against the models already resident.
 func (c *cli) registryResolve(name string) (pool.Model, error) {
 	rec, err := c.registry().Resolve(name)
 	if err != nil {
@@ -48,15 +49,23 @@ func (c *cli) registryResolve(name string) (pool.Model, error) {
 	if rec.Revision == "" && !rec.Builtin {
 		return pool.Model{}, fmt.Errorf("%w: %q is a directory, not a model in the Hugging Face cache (serve a directory with --model)", registry.ErrNotFound, name)
 	}
-	return admit(rec, 0)
+	return modelOf(rec), nil
 }
 
-// admit turns a record into a loadable model after the memory check.
-func admit(rec registry.Record, ctxTokens int) (pool.Model, error) {
+// modelOf is the loadable model a record names.
+func modelOf(rec registry.Record) pool.Model {
 	m := pool.Model{ID: rec.Name(), Dir: rec.Dir, Shape: rec.Shape}
 	if rec.Revision == "" && !rec.Builtin {
 		m.ID = filepath.Base(rec.Dir)
 	}
+	return m
+}
+
+// admit turns a record into a loadable model after the memory check (for
+// commands that load without the pool's admission: run, bench, and the
+// server's default model before its pool exists).
+func admit(rec registry.Record, ctxTokens int) (pool.Model, error) {
+	m := modelOf(rec)
 	if mem, err := fit.System(); err == nil {
 		v := registry.FitAt(mem, ctxTokens)(rec)
 		if v.Status == fit.WontFit {
