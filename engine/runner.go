@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"hearth/engine/config"
 	"hearth/engine/family"
 	"hearth/engine/sample"
 	"hearth/engine/template"
@@ -162,8 +163,11 @@ func (r *Runner) Info() Info { return r.info }
 
 // Defaults are the sampling parameters the checkpoint ships in
 // generation_config.json; a request's own values override them.
-func (r *Runner) Defaults() sample.Options {
-	g := r.model.Config.Generation
+func (r *Runner) Defaults() sample.Options { return SamplingDefaults(r.model.Config.Generation) }
+
+// SamplingDefaults are the sampling parameters generation_config.json asks
+// for, as a request would give them.
+func SamplingDefaults(g config.Generation) sample.Options {
 	d := sample.Options{Temperature: g.Temperature, TopP: g.TopP, TopK: g.TopK, MinP: g.MinP, RepetitionPenalty: g.RepetitionPenalty}
 	if g.DoSample != nil && !*g.DoSample {
 		// transformers decodes greedily then, whatever the temperature;

@@ -113,6 +113,12 @@ func isNull(raw json.RawMessage) bool {
 	return len(s) == 0 || string(s) == "null"
 }
 
+// isNullOrEmpty is isNull, or an empty array ("[]"): a list field that
+// asks for nothing.
+func isNullOrEmpty(raw json.RawMessage) bool {
+	return isNull(raw) || string(raw) == "[]"
+}
+
 // stringList decodes a field that is a string or an array of strings (stop,
 // stop_sequences). Empty strings are dropped.
 func stringList(field string, raw json.RawMessage, maxItems int) ([]string, error) {

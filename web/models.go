@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"hearth/engine/fit"
+	"hearth/engine/pool"
 	"hearth/engine/registry"
 )
 
@@ -142,7 +143,7 @@ func (s *Server) catalogEntry(id string) (modelEntry, error) {
 	if err != nil {
 		return modelEntry{}, err
 	}
-	id = strings.TrimSuffix(id, ":latest")
+	id = pool.Untagged(id)
 	for _, m := range list {
 		if m.ID == id {
 			return m, nil
@@ -179,13 +180,14 @@ func (s *Server) tags(c echo.Context) error {
 			return err
 		}
 	}
+	def := s.pool.Default()
 	out := []tagEntry{}
 	seen := map[string]bool{}
 	for _, r := range recs {
 		seen[r.Dir] = true
 		t := tagEntry{Name: r.Name(), Model: r.Name(), Size: r.Bytes, Digest: r.Revision, Tier: r.Tier, Servable: r.Servable(), Reason: r.Reason}
-		if r.Dir == s.pool.Default().Dir {
-			t.Name, t.Model = s.pool.Default().ID, s.pool.Default().ID
+		if r.Dir == def.Dir {
+			t.Name, t.Model = def.ID, def.ID
 		}
 		if st, err := os.Stat(r.Dir); err == nil {
 			t.ModifiedAt = st.ModTime().UTC()
@@ -207,7 +209,7 @@ func (s *Server) tags(c echo.Context) error {
 			out = append(out, t)
 		}
 	}
-	if def := s.pool.Default(); def.Dir != "" && !seen[def.Dir] {
+	if def.Dir != "" && !seen[def.Dir] {
 		t := tagEntry{Name: def.ID, Model: def.ID, Servable: true}
 		if st, err := os.Stat(def.Dir); err == nil {
 			t.ModifiedAt = st.ModTime().UTC()

@@ -178,7 +178,7 @@ func parseOllamaChat(body []byte) (*ollamaJob, error) {
 		return job, nil
 	}
 	job.req.Messages = msgs
-	if !isNull(in.Tools) && string(in.Tools) != "[]" {
+	if !isNullOrEmpty(in.Tools) {
 		job.req.Tools = in.Tools
 	}
 	return job, nil
@@ -210,7 +210,7 @@ func ollamaMessages(raw json.RawMessage) (json.RawMessage, error) {
 		for _, f := range o {
 			switch f.key {
 			case "images":
-				if !isNull(f.val) && string(f.val) != "[]" {
+				if !isNullOrEmpty(f.val) {
 					return nil, badRequest(at+".images", "%s.images: image content is not supported yet (text only)", at)
 				}
 			case "thinking":
@@ -276,9 +276,9 @@ func parseOllamaGenerate(body []byte) (*ollamaJob, error) {
 		return nil, badRequest("template", "template: Ollama's Go templates are not supported; the model's own chat template is used (or send raw: true with a prompt you formatted)")
 	case in.Suffix != "":
 		return nil, badRequest("suffix", "suffix: not supported (no fill-in-the-middle)")
-	case !isNull(in.Images) && string(in.Images) != "[]":
+	case !isNullOrEmpty(in.Images):
 		return nil, badRequest("images", "images: image content is not supported yet (text only)")
-	case !isNull(in.Context) && string(in.Context) != "[]":
+	case !isNullOrEmpty(in.Context):
 		return nil, badRequest("context", "context: not supported (Hearth returns no context); send the conversation to /api/chat instead")
 	case in.Raw && in.System != "":
 		return nil, badRequest("system", "system: not used with raw: true (the prompt is sent as is); put it in the prompt")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"hearth/engine"
 	"hearth/engine/config"
 	"hearth/engine/template"
 )
@@ -100,30 +101,27 @@ func (s *Server) show(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-// modelfileParameters writes a checkpoint's sampling defaults the way
-// Ollama's "parameters" field does: one "name value" line each, in its
-// option names.
+// modelfileParameters writes the sampling defaults a checkpoint's
+// generation_config.json gives (engine.SamplingDefaults) the way Ollama's
+// "parameters" field does: one "name value" line each, in its option names.
 func modelfileParameters(g config.Generation) string {
+	d := engine.SamplingDefaults(g)
 	var b strings.Builder
 	line := func(name string, v any) { fmt.Fprintf(&b, "%-15s%v\n", name, v) }
-	if g.DoSample != nil && !*g.DoSample {
-		line("top_k", 1) // greedy: what the engine does for do_sample false
-	} else {
-		if g.Temperature > 0 {
-			line("temperature", g.Temperature)
-		}
-		if g.TopK > 0 {
-			line("top_k", g.TopK)
-		}
-		if g.TopP > 0 {
-			line("top_p", g.TopP)
-		}
-		if g.MinP > 0 {
-			line("min_p", g.MinP)
-		}
+	if d.Temperature > 0 {
+		line("temperature", d.Temperature)
 	}
-	if g.RepetitionPenalty > 0 && g.RepetitionPenalty != 1 {
-		line("repeat_penalty", g.RepetitionPenalty)
+	if d.TopK > 0 {
+		line("top_k", d.TopK)
+	}
+	if d.TopP > 0 {
+		line("top_p", d.TopP)
+	}
+	if d.MinP > 0 {
+		line("min_p", d.MinP)
+	}
+	if d.RepetitionPenalty > 0 && d.RepetitionPenalty != 1 {
+		line("repeat_penalty", d.RepetitionPenalty)
 	}
 	return b.String()
 }

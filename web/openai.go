@@ -83,7 +83,7 @@ func parseChat(body []byte) (*chatJob, error) {
 	if err != nil {
 		return nil, err
 	}
-	if useTools && !isNull(in.Tools) && string(in.Tools) != "[]" {
+	if useTools && !isNullOrEmpty(in.Tools) {
 		job.req.Tools = in.Tools
 	}
 	if rf := in.ResponseFormat; rf != nil {

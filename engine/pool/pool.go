@@ -120,11 +120,14 @@ func New(opt Options) *Pool {
 // Default is the model served when a request names none.
 func (p *Pool) Default() Model { return p.opt.Default }
 
+// Untagged is a model name without Ollama's default tag: Ollama's clients
+// name models "name:tag" and default the tag to "latest"; Hearth's names
+// carry no tag, so "name:latest" means name.
+func Untagged(name string) string { return strings.TrimSuffix(name, ":latest") }
+
 // resolve maps a request's model name to a checkpoint.
 func (p *Pool) resolve(name string) (Model, error) {
-	// Ollama's clients name models "name:tag" and default the tag to
-	// "latest"; Hearth's names carry no tag, so ":latest" means the name.
-	name = strings.TrimSuffix(name, ":latest")
+	name = Untagged(name)
 	d := p.opt.Default
 	switch {
 	case name == "" && d.Dir == "":

@@ -251,19 +251,26 @@ func budgetFor(t *testing.T, p *Pool, s fit.Shape, n int) fit.Memory {
 	return fit.Memory{TotalBytes: 1 << 50, WorkingSetBytes: fit.DefaultOverheadBytes + int64(n)*need + need/2}
 }
 
-func TestMemoryEvictsLeastRecentlyUsedIdle(t *testing.T) {
-	shape := fakeShape(1 << 30)
+// newMemoryPool makes a pool whose models all have shape s and whose
+// memory budget holds n of them (budgetFor), and returns that memory.
+func newMemoryPool(t *testing.T, s fit.Shape, n int) (*Pool, *counting, fit.Memory) {
 	var mem fit.Memory
 	p, c := newPool(t, func(o *Options) {
 		o.Memory = func() (fit.Memory, error) { return mem, nil }
 		resolve := o.Resolve
 		o.Resolve = func(name string) (Model, error) {
 			m, err := resolve(name)
-			m.Shape = shape
+			m.Shape = s
 			return m, err
 		}
 	})
-	mem = budgetFor(t, p, shape, 2)
+	mem = budgetFor(t, p, s, n)
+	return p, c, mem
+}
+
+func TestMemoryEvictsLeastRecentlyUsedIdle(t *testing.T) {
+	shape := fakeShape(1 << 30)
+	p, c, mem := newMemoryPool(t, shape, 2)
 
 	ra, release := get(t, p, "a", nil)
 	release()
@@ -309,17 +316,7 @@ func TestMemoryEvictsLeastRecentlyUsedIdle(t *testing.T) {
 // allows.
 func TestMemoryWaitsForBusy(t *testing.T) {
 	shape := fakeShape(1 << 30)
-	var mem fit.Memory
-	p, _ := newPool(t, func(o *Options) {
-		o.Memory = func() (fit.Memory, error) { return mem, nil }
-		resolve := o.Resolve
-		o.Resolve = func(name string) (Model, error) {
-			m, err := resolve(name)
-			m.Shape = shape
-			return m, err
-		}
-	})
-	mem = budgetFor(t, p, shape, 1)
+	p, _, _ := newMemoryPool(t, shape, 1)
 	ra, releaseA := get(t, p, "a", nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
