@@ -66,7 +66,8 @@ func Load(dir string, opt Options) (*Model, error) {
 	// A backend that reads the weights in place (the CPU) streams them on
 	// every decode step: it gets them on huge pages (weights.OpenOptions).
 	copier, _ := b.(tensor.UploadCopier)
-	set, err := weights.OpenWith(dir, weights.OpenOptions{HugePages: copier == nil || !copier.CopiesUploads()})
+	copies := copier != nil && copier.CopiesUploads()
+	set, err := weights.OpenWith(dir, weights.OpenOptions{HugePages: !copies})
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", dir, err)
 	}
@@ -84,7 +85,7 @@ func Load(dir string, opt Options) (*Model, error) {
 	if err := binder.Audit(impl.AuditIgnore()); err != nil {
 		return fail(err)
 	}
-	if copier != nil && copier.CopiesUploads() {
+	if copies {
 		// Every weight now lives in the backend's own buffers: unmap the
 		// checkpoint so its pages stop counting against the process (on a
 		// Mac's unified memory they would be a second copy of the model).

@@ -22,6 +22,7 @@ import (
 	"hearth/engine"
 	"hearth/engine/backend/cpu"
 	"hearth/engine/config"
+	"hearth/engine/sample"
 	"hearth/engine/weights"
 )
 
@@ -302,7 +303,7 @@ func prefill(ctx context.Context, m *engine.Model, vocab, n int) (time.Duration,
 	if err != nil {
 		return 0, err
 	}
-	argmax(logits)
+	sample.Argmax(logits)
 	return time.Since(start), nil
 }
 
@@ -326,16 +327,6 @@ func decode(ctx context.Context, m *engine.Model, vocab, n int) (time.Duration, 
 		}
 	}
 	return time.Since(start), nil
-}
-
-func argmax(x []float32) int32 {
-	best := 0
-	for i, v := range x {
-		if v > x[best] {
-			best = i
-		}
-	}
-	return int32(best)
 }
 
 func kernelSets() []string { return cpu.KernelSets() }

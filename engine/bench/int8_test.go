@@ -15,6 +15,7 @@ import (
 	"hearth/engine/config"
 	"hearth/engine/family"
 	"hearth/engine/nn"
+	"hearth/engine/sample"
 	"hearth/engine/tensor"
 	"hearth/engine/weights"
 	"hearth/internal/testmodels"
@@ -90,7 +91,7 @@ func (m *cpuModel) greedy(t testing.TB, prompt []int32, steps int, force []int32
 	pos := len(prompt)
 	for s := 0; s < steps; s++ {
 		logits = append(logits, l)
-		id := argmax(l)
+		id := sample.Argmax(l)
 		ids = append(ids, id)
 		if force != nil {
 			id = force[s]

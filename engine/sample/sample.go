@@ -49,10 +49,14 @@ func (o Options) Validate() error {
 // that would change them. The engine then lets the backend pick the token
 // and reads back only its id.
 func (o Options) PlainGreedy() bool {
-	greedy := o.Temperature == 0 || o.TopK == 1
-	penalized := o.RepetitionPenalty > 0 && o.RepetitionPenalty != 1 || o.PresencePenalty != 0 || o.FrequencyPenalty != 0
-	return greedy && !penalized
+	return o.greedy() && !o.repetition() && o.PresencePenalty == 0 && o.FrequencyPenalty == 0
 }
+
+// greedy reports whether Sample takes the largest logit.
+func (o Options) greedy() bool { return o.Temperature == 0 || o.TopK == 1 }
+
+// repetition reports whether the repetition penalty is on.
+func (o Options) repetition() bool { return o.RepetitionPenalty > 0 && o.RepetitionPenalty != 1 }
 
 // Sampler holds a request's random state and the counts of tokens seen so
 // far (for penalties).
@@ -73,7 +77,7 @@ func New(opt Options, seen []int32) *Sampler {
 		seed = *opt.Seed
 	}
 	s := &Sampler{opt: opt, rng: rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)), counts: map[int32]int{}}
-	if opt.RepetitionPenalty > 0 && opt.RepetitionPenalty != 1 {
+	if opt.repetition() {
 		for _, id := range seen {
 			if _, ok := s.counts[id]; !ok {
 				s.counts[id] = 0 // seen, not generated
@@ -111,7 +115,7 @@ func (s *Sampler) Penalize(logits []float32) {
 // Sample penalizes logits (in place) and picks a token.
 func (s *Sampler) Sample(logits []float32) int32 {
 	s.Penalize(logits)
-	if s.opt.Temperature == 0 || s.opt.TopK == 1 {
+	if s.opt.greedy() {
 		return Argmax(logits)
 	}
 	// candidates sorted by logit, best first

@@ -3,15 +3,15 @@
 package weights
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"unsafe"
+
+	"github.com/shirou/gopsutil/v4/mem"
 )
 
 const (
@@ -28,7 +28,7 @@ const hugeHeadroom = 1 << 30
 // readHuge reads the file at path into anonymous memory advised for
 // transparent huge pages (2 MB pages, so streaming the weights takes one
 // TLB entry per 2 MB instead of per 4 KB). It returns the data, starting
-// on a 2 MB boundary, and the whole mapping that holds it (for freeHuge);
+// on a 2 MB boundary, and the whole mapping that holds it (for freeAnon);
 // whole is nil, with nothing allocated, when the kernel's THP mode is
 // "never", the file is smaller than one huge page, or the copy would leave
 // under hugeHeadroom of memory available: the caller maps the file then.
@@ -47,23 +47,20 @@ func readHuge(path string) (data, whole []byte, err error) {
 	// One huge page more than needed, so the data can start on a 2 MB
 	// boundary (the untouched slack costs address space only).
 	n := (size + hugePage - 1) &^ (hugePage - 1)
-	whole, err = syscall.Mmap(-1, 0, n+hugePage, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANONYMOUS)
+	whole, err = allocAnon(n + hugePage)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: mmap: %w", filepath.Base(path), err)
+		return nil, nil, fmt.Errorf("%s: %w", filepath.Base(path), err)
 	}
 	off := int(-uintptr(unsafe.Pointer(&whole[0])) & (hugePage - 1))
 	// Advice only: a kernel that cannot give huge pages gives 4 KB ones.
 	syscall.Madvise(whole[off:off+n], madvHugePage)
 	data = whole[off : off+size : off+size]
 	if _, err := io.ReadFull(f, data); err != nil {
-		syscall.Munmap(whole)
+		freeAnon(whole)
 		return nil, nil, fmt.Errorf("%s: %w", filepath.Base(path), err)
 	}
 	return data, whole, nil
 }
-
-// freeHuge releases a mapping from readHuge.
-func freeHuge(whole []byte) error { return syscall.Munmap(whole) }
 
 // thpUsable reports whether madvised memory can get transparent huge
 // pages: the mode is "always" or "madvise", not "never" (or absent).
@@ -72,23 +69,12 @@ func thpUsable() bool {
 	return err == nil && !bytes.Contains(b, []byte("[never]"))
 }
 
-// memAvailable is MemAvailable from /proc/meminfo in bytes, or 0.
+// memAvailable is the memory available without swapping (MemAvailable,
+// read by gopsutil as fit.System reads it), in bytes, or 0.
 func memAvailable() int64 {
-	f, err := os.Open("/proc/meminfo")
+	v, err := mem.VirtualMemory()
 	if err != nil {
 		return 0
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := bytes.Fields(sc.Bytes())
-		if len(fields) >= 2 && string(fields[0]) == "MemAvailable:" {
-			kb, err := strconv.ParseInt(string(fields[1]), 10, 64)
-			if err != nil {
-				return 0
-			}
-			return kb << 10
-		}
-	}
-	return 0
+	return int64(v.Available)
 }

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"math/rand/v2"
 	"path/filepath"
-	"runtime"
 	"testing"
 	"unsafe"
 
@@ -47,7 +46,7 @@ func TestOpenHugePages(t *testing.T) {
 			t.Errorf("%s: huge-page copy differs from the mapping", name)
 		}
 	}
-	if runtime.GOOS == "linux" && thpUsable() && memAvailable() > 2*hugeHeadroom {
+	if thpUsable() && memAvailable() > 2*hugeHeadroom {
 		if huge.huge[0] == nil {
 			t.Fatal("HugePages on Linux with THP: the file was mapped, not copied")
 		}

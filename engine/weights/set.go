@@ -115,7 +115,7 @@ func (s *Set) Close() error {
 	for i, m := range s.maps {
 		var err error
 		if s.huge[i] != nil {
-			err = freeHuge(s.huge[i]) // m lies inside it
+			err = freeAnon(s.huge[i]) // m lies inside it
 		} else {
 			err = unmapFile(m)
 		}

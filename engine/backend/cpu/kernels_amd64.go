@@ -342,7 +342,6 @@ func q8BF16AVX2(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, gr
 func q8F16AVX2(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, blocks int)
 
 //go:noescape
-//go:noescape
 func q4W32BF16AVX512(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, iters int)
 
 //go:noescape

@@ -167,14 +167,14 @@ func (p *pool) parallel(n, grain int, t task) {
 	var t0, t1 int64
 	pp := p.prof
 	if pp != nil {
-		t0 = pp.now()
+		t0 = monoNow()
 		pp.posted.Store(t0)
 	}
 	p.gen.Add(1) // publishes the fields above
 	p.rouse()
 	p.chunks(0)
 	if pp != nil {
-		t1 = pp.now()
+		t1 = monoNow()
 	}
 	var since int64
 	for i := 0; p.pending.Load() != 0; i++ {
@@ -189,7 +189,7 @@ func (p *pool) parallel(n, grain int, t task) {
 		i = -1 // spin afresh
 	}
 	if pp != nil {
-		pp.loop(t0, t1, pp.now())
+		pp.loop(t0, t1, monoNow())
 	}
 	p.t = nil
 }

@@ -51,11 +51,10 @@ type ProfileEntry struct {
 
 // profiling state of a run, held by the backend and its pool
 type poolProf struct {
-	posted    atomic.Int64 // ns (monotonic, since base) the current loop was posted
+	posted    atomic.Int64 // when the current loop was posted (monoNow)
 	wakeSum   atomic.Int64
 	wakeMax   atomic.Int64
 	parked    atomic.Int64
-	base      time.Time
 	loops     int
 	lastEnd   int64 // when the previous loop ended
 	gap       time.Duration
@@ -63,8 +62,6 @@ type poolProf struct {
 	tail      time.Duration
 	callerRun time.Duration
 }
-
-func (pp *poolProf) now() int64 { return int64(time.Since(pp.base)) }
 
 var nextProfile atomic.Pointer[Profile]
 
@@ -83,7 +80,7 @@ func (b *Backend) SetProfile(p *Profile) {
 	if p.Nodes == nil {
 		p.Nodes = map[ProfileKey]*ProfileEntry{}
 	}
-	b.pool.prof = &poolProf{base: time.Now()}
+	b.pool.prof = &poolProf{}
 }
 
 // profNode adds node i's time to the profile.
@@ -129,19 +126,16 @@ func (b *Backend) profNode(g *tensor.Graph, i int, d time.Duration) {
 	e.Bytes += bytes
 }
 
-// finishRun moves the pool's counters into the profile.
+// profFinish moves the pool's counters into the profile.
 func (b *Backend) profFinish(d time.Duration) {
-	p, pp := b.prof, b.pool.prof
-	p.Runs++
-	p.RunTime += d
-	p.Loops += pp.loops
-	p.LoopTime += pp.loopTime
-	p.Tail += pp.tail
-	p.Gap += pp.gap
-	p.CallerRun += pp.callerRun
-	p.Wake += time.Duration(pp.wakeSum.Swap(0))
-	p.WakeMax = max(p.WakeMax, time.Duration(pp.wakeMax.Swap(0)))
-	p.Parked += int(pp.parked.Swap(0))
+	pp := b.pool.prof
+	b.prof.Add(&Profile{
+		Runs: 1, RunTime: d,
+		Loops: pp.loops, LoopTime: pp.loopTime, Tail: pp.tail, Gap: pp.gap, CallerRun: pp.callerRun,
+		Wake:    time.Duration(pp.wakeSum.Swap(0)),
+		WakeMax: time.Duration(pp.wakeMax.Swap(0)),
+		Parked:  int(pp.parked.Swap(0)),
+	})
 	pp.loops, pp.loopTime, pp.tail, pp.callerRun, pp.gap = 0, 0, 0, 0, 0
 }
 
@@ -181,7 +175,7 @@ func (p *Profile) Write(w io.Writer) {
 
 // woke records a worker's delay from a loop's posting to its first look.
 func (pp *poolProf) woke(slept bool) {
-	d := pp.now() - pp.posted.Load()
+	d := monoNow() - pp.posted.Load()
 	pp.wakeSum.Add(d)
 	for m := pp.wakeMax.Load(); d > m && !pp.wakeMax.CompareAndSwap(m, d); m = pp.wakeMax.Load() {
 	}
