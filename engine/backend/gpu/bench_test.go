@@ -232,48 +232,44 @@ func benchDecode(b *testing.B, bn *bench, ctxTokens int) {
 		return argmax(logits)
 	}
 	tok := argmax(logits)
-	for i := 0; i < 4; i++ { // compile and warm the decode plan
+	// decode runs one step on tok and picks the next, returning the time
+	// at its start and after recording, Run and Read
+	decode := func() (tg, t0, t1, t2 time.Time) {
+		tg = time.Now()
 		g, l, err := step([]int32{tok})
 		if err != nil {
 			b.Fatal(err)
 		}
+		t0 = time.Now()
 		if err := bn.m.b.Run(ctx, g, l); err != nil {
 			b.Fatal(err)
 		}
+		t1 = time.Now()
 		if err := bn.m.b.Read(l, out); err != nil {
 			b.Fatal(err)
 		}
+		t2 = time.Now()
 		tok = pick()
+		return tg, t0, t1, t2
+	}
+	for i := 0; i < 4; i++ { // compile and warm the decode plan
+		decode()
 	}
 	startLen := s.len()
 	var graphTime, runTime, readTime, pickTime time.Duration
 	var phases gpu.RunTimes
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		tg := time.Now()
-		g, l, err := step([]int32{tok})
-		if err != nil {
-			b.Fatal(err)
-		}
-		t0 := time.Now()
+		tg, t0, t1, t2 := decode()
+		pickTime += time.Since(t2)
 		graphTime += t0.Sub(tg)
-		if err := bn.m.b.Run(ctx, g, l); err != nil {
-			b.Fatal(err)
-		}
-		t1 := time.Now()
-		if err := bn.m.b.Read(l, out); err != nil {
-			b.Fatal(err)
-		}
-		t2 := time.Now()
-		readTime += t2.Sub(t1)
 		runTime += t1.Sub(t0)
+		readTime += t2.Sub(t1)
 		rt := bn.b.LastRunTimes()
 		phases.Plan += rt.Plan
 		phases.Upload += rt.Upload
 		phases.Submit += rt.Submit
 		phases.Encode += rt.Encode
-		tok = pick()
-		pickTime += time.Since(t2)
 	}
 	b.StopTimer()
 	per := b.Elapsed().Seconds() / float64(b.N)

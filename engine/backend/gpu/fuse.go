@@ -212,7 +212,7 @@ func (c *compiler) rmsFolds() {
 			continue
 		}
 		k := nd.Shape[len(nd.Shape)-1]
-		if tensor.Elements(nd.Shape) != k || !c.sharedFits(k, jobs) {
+		if tensor.Elements(nd.Shape) != k || !c.sharedFits(jobs) {
 			continue
 		}
 		if len(nd.In) > 1 {
@@ -235,16 +235,11 @@ func (c *compiler) rmsFolds() {
 	}
 }
 
-// sharedFits reports whether every job can fold the RMS prologue: the
-// column kernel can at any width; the row kernel needs the row of k floats
-// staged whole in workgroup memory (one block per invocation).
-func (c *compiler) sharedFits(k int, jobs []*mvJob) bool {
+// sharedFits reports whether every job can fold the RMS prologue
+// (mvSpec.rmsFits).
+func (c *compiler) sharedFits(jobs []*mvJob) bool {
 	for _, j := range jobs {
-		s := c.spec(j, 1)
-		if s.Col > 0 {
-			continue // the column kernel normalises x in registers, any K
-		}
-		if !s.Shared || s.CB != k/32 || k/32 > 256 {
+		if !c.spec(j, 1).rmsFits() {
 			return false
 		}
 	}
@@ -267,7 +262,6 @@ func (c *compiler) spec(j *mvJob, m int) *mvSpec {
 	}
 	s.Col = 0
 	s.CB = s.chunkBlocks(limit)
-	s.Shared = s.CB > 0
 	return s
 }
 
@@ -281,7 +275,7 @@ func (c *compiler) matvec(j *mvJob) error {
 	}
 	s := c.spec(j, m)
 	s.RMS = j.norm >= 0
-	if s.RMS && s.Col == 0 && (!s.Shared || s.CB != s.K/32 || s.CB > 256) {
+	if s.RMS && !s.rmsFits() {
 		return fmt.Errorf("internal: rms prologue without workgroup memory")
 	}
 	var ops []operand

@@ -215,9 +215,9 @@ func New(opt Options) (*Backend, error) {
 		b.maxBlock = min(b.maxBind, opt.WeightBlockBytes)
 	}
 	b.mv = opt.MatVec.withDefaults()
-	if !validShape(b.mv) {
+	if err := checkShape(b.mv, opt.MatVec); err != nil {
 		b.Close()
-		return nil, fmt.Errorf("gpu: matvec shape %+v (rows 1, 2 or 4; lanes 8, 16, 32 or 64; cols 0 or a power of two up to 32; threads 64, 128 or 256)", opt.MatVec)
+		return nil, err
 	}
 	b.timestamps = len(features) > 0
 	return b, nil
@@ -243,8 +243,8 @@ func (b *Backend) SetProfile(on bool) error {
 // fields pick the defaults); cached plans are dropped.
 func (b *Backend) SetMatVec(s MatVecShape) error {
 	s = s.withDefaults()
-	if !validShape(s) {
-		return fmt.Errorf("gpu: matvec shape %+v (rows 1, 2 or 4; lanes 8, 16, 32 or 64; cols 0 or a power of two up to 32; threads 64, 128 or 256)", s)
+	if err := checkShape(s, s); err != nil {
+		return err
 	}
 	b.mv = s
 	for k, p := range b.plans {
@@ -269,10 +269,15 @@ func (s MatVecShape) withDefaults() MatVecShape {
 	return s
 }
 
-func validShape(s MatVecShape) bool {
+// checkShape reports whether s (with defaults filled) is a shape the
+// matrix-vector kernels take; the error shows asked, as given.
+func checkShape(s, asked MatVecShape) error {
 	pow2 := func(v, hi int) bool { return v > 0 && v <= hi && v&(v-1) == 0 }
-	return pow2(s.Rows, 4) && pow2(s.Lanes, 64) && s.Lanes >= 8 &&
-		(s.Cols == 0 || pow2(s.Cols, 32)) && pow2(s.Threads, 256) && s.Threads >= 64
+	if pow2(s.Rows, 4) && pow2(s.Lanes, 64) && s.Lanes >= 8 &&
+		(s.Cols == 0 || pow2(s.Cols, 32)) && pow2(s.Threads, 256) && s.Threads >= 64 {
+		return nil
+	}
+	return fmt.Errorf("gpu: matvec shape %+v (rows 1, 2 or 4; lanes 8, 16, 32 or 64; cols 0 or a power of two up to 32; threads 64, 128 or 256)", asked)
 }
 
 // Name is "gpu".

@@ -32,23 +32,22 @@ import (
 // silu(x·w0)·(x·w1), the gated MLP), a bias vector and a residual per
 // output.
 type mvSpec struct {
-	K      int
-	Lanes  int
-	Rows   int
-	MB     int
-	Shared bool // x (one row) staged in workgroup memory
-	CB     int  // blocks of x per staged chunk (Shared)
-	RMS    bool // normalise the staged x by nw (needs Shared with one chunk)
-	Dual   bool
-	W      []accessor  // w0, w1, w2
-	Norm   *accessor   // nw
-	Bias   []*accessor // per output, or nil
-	Out    []int       // binding of O<i>
-	Res    []int       // binding of RES<i>, or -1
-	XBind  int
-	Col    int // column kernel: rows per workgroup; 0: the row kernel (colFit)
-	T      int // column kernel: invocations per workgroup
-	NB     int // column kernel: blocks of a row per invocation
+	K     int
+	Lanes int
+	Rows  int
+	MB    int
+	CB    int  // blocks of x per staged chunk; 0: x not staged (shared)
+	RMS   bool // normalise the staged x by nw (needs shared with one chunk)
+	Dual  bool
+	W     []accessor  // w0, w1, w2
+	Norm  *accessor   // nw
+	Bias  []*accessor // per output, or nil
+	Out   []int       // binding of O<i>
+	Res   []int       // binding of RES<i>, or -1
+	XBind int
+	Col   int // column kernel: rows per workgroup; 0: the row kernel (colFit)
+	T     int // column kernel: invocations per workgroup
+	NB    int // column kernel: blocks of a row per invocation
 }
 
 func (s *mvSpec) rowsPerWG() int {
@@ -58,10 +57,21 @@ func (s *mvSpec) rowsPerWG() int {
 	return 256 / s.Lanes * s.Rows
 }
 
-// nch is the number of chunks x is staged in (Shared).
+// shared reports whether x (one row) is staged in workgroup memory.
+func (s *mvSpec) shared() bool { return s.CB > 0 }
+
+// rmsFits reports whether the kernel can fold an RMS prologue: the column
+// kernel can at any width (it normalises x in registers); the row kernel
+// needs the row staged whole in workgroup memory, one block per invocation
+// (rmsStage).
+func (s *mvSpec) rmsFits() bool {
+	return s.Col > 0 || s.shared() && s.CB == s.K/32 && s.CB <= 256
+}
+
+// nch is the number of chunks x is staged in (shared).
 func (s *mvSpec) nch() int { return (s.K/32 + s.CB - 1) / s.CB }
 
-// iters is the block iterations of each invocation per chunk (Shared).
+// iters is the block iterations of each invocation per chunk (shared).
 func (s *mvSpec) iters() int { return (s.CB + s.Lanes - 1) / s.Lanes }
 
 // mats is the weights one workgroup's invocation reads (2 for Dual).
@@ -113,21 +123,12 @@ func (s *mvSpec) source() string {
 	}
 	var w strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&w, format, args...) }
-	p(`struct Params {
-	m: u32, n0: u32, n1: u32, n2: u32,
-	wg0: u32, wg1: u32, wgt: u32, eps: f32,
-	shift: f32, off0: u32, off1: u32, off2: u32,
-	stride0: u32, stride1: u32, stride2: u32, col0: u32,
-}
-@group(0) @binding(0) var<uniform> P: Params;
-@group(0) @binding(%d) var<storage, read> X: array<vec4<f32>>;
-`, s.XBind)
-	s.bindings(&w, s.Shared)
+	s.bindings(&w, s.shared())
 	kb := s.K / 32
 	p("const K4: u32 = %du;\nconst KB: u32 = %du;\n", s.K/4, kb)
 	p("var<workgroup> red: array<f32, %d>;\n", s.redFloats())
 	slots := s.slots()
-	if s.Shared {
+	if s.shared() {
 		p("const CB: u32 = %du;\n", s.CB)
 		p("var<workgroup> xsh: array<vec4<f32>, %d>;\nvar<workgroup> xbs: array<f32, %d>;\n", s.CB*8, s.CB)
 		if s.RMS {
@@ -142,38 +143,13 @@ func (s *mvSpec) source() string {
 	for i := range s.Out {
 		s.storeFunc(&w, i)
 	}
-	p(`@compute @workgroup_size(256)
-fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-	let wg = wid.x + wid.y * nwg.x;
-	if (wg >= P.wgt) {
-		return;
-	}
-	let m0 = wid.z * %du;
-`, s.MB)
-	// Which output a workgroup serves is uniform across it; the barriers
-	// stay outside the branches.
-	p("\tvar which = 0u;\n\tvar lwg = wg;\n")
-	switch len(s.Out) {
-	case 2:
-		p("\tif (wg >= P.wg0) {\n\t\twhich = 1u;\n\t\tlwg = wg - P.wg0;\n\t}\n")
-	case 3:
-		p("\tif (wg >= P.wg1) {\n\t\twhich = 2u;\n\t\tlwg = wg - P.wg1;\n\t} else if (wg >= P.wg0) {\n\t\twhich = 1u;\n\t\tlwg = wg - P.wg0;\n\t}\n")
-	}
+	s.mainHead(&w, 256)
+	p("\tlet m0 = wid.z * %du;\n", s.MB)
+	s.pickOutput(&w)
 	L := s.Lanes
 	p("\tvar a: array<f32, %d>;\n", slots)
-	branches := func(in string, body func(i int, in string)) {
-		for i := range s.Out {
-			if i == 0 {
-				p("%sif (which == 0u) {\n", in)
-			} else {
-				p("%s} else if (which == %du) {\n", in, i)
-			}
-			body(i, in+"\t")
-		}
-		p("%s}\n", in)
-	}
-	if !s.Shared {
-		branches("\t", func(i int, in string) { p("%sa = acc%d(lwg, li, m0, a);\n", in, i) })
+	if !s.shared() {
+		s.branches(&w, "\t", func(i int, in string) { p("%sa = acc%d(lwg, li, m0, a);\n", in, i) })
 	} else {
 		p("\tlet lane = li %% %du;\n\tlet row0 = lwg * %du + (li / %du) * %du;\n", L, s.rowsPerWG(), L, s.Rows)
 		nch := s.nch()
@@ -195,7 +171,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 			s.stage(&w, in, false)
 			p("%sworkgroupBarrier();\n", in)
 		}
-		branches(in, func(i int, in string) {
+		s.branches(&w, in, func(i int, in string) {
 			p("%sfor (var it = 0u; it < %du; it++) {\n%s\tlet lb = it * %du + lane;\n%s\tlet blk = c * CB + lb;\n", in, s.iters(), in, L, in)
 			if ragged {
 				p("%s\tif (lb >= CB || blk >= KB) {\n%s\t\tbreak;\n%s\t}\n", in, in, in)
@@ -253,11 +229,20 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 	return w.String()
 }
 
-// bindings declares the weights' accessors (prescaled: they read x
-// already scaled for the 4-bit dot product), the norm, and each output with
-// its bias and residual.
+// bindings declares the parameters, x, the weights' accessors (prescaled:
+// they read x already scaled for the 4-bit dot product), the norm, and
+// each output with its bias and residual.
 func (s *mvSpec) bindings(w *strings.Builder, prescaled bool) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+	p(`struct Params {
+	m: u32, n0: u32, n1: u32, n2: u32,
+	wg0: u32, wg1: u32, wgt: u32, eps: f32,
+	shift: f32, off0: u32, off1: u32, off2: u32,
+	stride0: u32, stride1: u32, stride2: u32, col0: u32,
+}
+@group(0) @binding(0) var<uniform> P: Params;
+@group(0) @binding(%d) var<storage, read> X: array<vec4<f32>>;
+`, s.XBind)
 	for i := range s.W {
 		s.W[i].Prescaled = prescaled
 		w.WriteString(s.W[i].String())
@@ -279,16 +264,47 @@ func (s *mvSpec) bindings(w *strings.Builder, prescaled bool) {
 // storeCall ends a kernel: the invocation stores its result through the
 // store function of the output it computes (which), with args.
 func (s *mvSpec) storeCall(w *strings.Builder, args string) {
-	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+	s.branches(w, "\t", func(i int, in string) { fmt.Fprintf(w, "%sstore%d(%s);\n", in, i, args) })
+	w.WriteString("}\n")
+}
+
+// mainHead opens the entry point of a kernel of size invocations: the
+// workgroup's index wg, past the last one returned.
+func (s *mvSpec) mainHead(w *strings.Builder, size int) {
+	fmt.Fprintf(w, `@compute @workgroup_size(%d)
+fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+	let wg = wid.x + wid.y * nwg.x;
+	if (wg >= P.wgt) {
+		return;
+	}
+`, size)
+}
+
+// pickOutput writes which output the workgroup serves (which) and its
+// workgroup index within that output's (lwg). Which is uniform across the
+// workgroup; the barriers stay outside the branches on it.
+func (s *mvSpec) pickOutput(w *strings.Builder) {
+	w.WriteString("\tvar which = 0u;\n\tvar lwg = wg;\n")
+	switch len(s.Out) {
+	case 2:
+		w.WriteString("\tif (wg >= P.wg0) {\n\t\twhich = 1u;\n\t\tlwg = wg - P.wg0;\n\t}\n")
+	case 3:
+		w.WriteString("\tif (wg >= P.wg1) {\n\t\twhich = 2u;\n\t\tlwg = wg - P.wg1;\n\t} else if (wg >= P.wg0) {\n\t\twhich = 1u;\n\t\tlwg = wg - P.wg0;\n\t}\n")
+	}
+}
+
+// branches writes an if/else chain on which, one branch per output,
+// indented by in; body writes output i's branch, indented by its in.
+func (s *mvSpec) branches(w *strings.Builder, in string, body func(i int, in string)) {
 	for i := range s.Out {
 		if i == 0 {
-			p("\tif (which == 0u) {\n")
+			fmt.Fprintf(w, "%sif (which == 0u) {\n", in)
 		} else {
-			p("\t} else if (which == %du) {\n", i)
+			fmt.Fprintf(w, "%s} else if (which == %du) {\n", in, i)
 		}
-		p("\t\tstore%d(%s);\n", i, args)
+		body(i, in+"\t")
 	}
-	p("\t}\n}\n")
+	fmt.Fprintf(w, "%s}\n", in)
 }
 
 // wName is the accessor of weight m (Dual: 0 gate, 1 up) for output i.
@@ -480,15 +496,6 @@ func (s *mvSpec) colRedFloats() int {
 func (s *mvSpec) colSource() string {
 	var w strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&w, format, args...) }
-	p(`struct Params {
-	m: u32, n0: u32, n1: u32, n2: u32,
-	wg0: u32, wg1: u32, wgt: u32, eps: f32,
-	shift: f32, off0: u32, off1: u32, off2: u32,
-	stride0: u32, stride1: u32, stride2: u32, col0: u32,
-}
-@group(0) @binding(0) var<uniform> P: Params;
-@group(0) @binding(%d) var<storage, read> X: array<vec4<f32>>;
-`, s.XBind)
 	s.bindings(&w, true)
 	kb := s.K / 32
 	R, T, NB := s.Col, s.T, s.NB
@@ -503,21 +510,8 @@ func (s *mvSpec) colSource() string {
 	for i := range s.Out {
 		s.storeFunc(&w, i)
 	}
-	p(`@compute @workgroup_size(%d)
-fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-	let wg = wid.x + wid.y * nwg.x;
-	if (wg >= P.wgt) {
-		return;
-	}
-	var which = 0u;
-	var lwg = wg;
-`, T)
-	switch len(s.Out) {
-	case 2:
-		p("\tif (wg >= P.wg0) {\n\t\twhich = 1u;\n\t\tlwg = wg - P.wg0;\n\t}\n")
-	case 3:
-		p("\tif (wg >= P.wg1) {\n\t\twhich = 2u;\n\t\tlwg = wg - P.wg1;\n\t} else if (wg >= P.wg0) {\n\t\twhich = 1u;\n\t\tlwg = wg - P.wg0;\n\t}\n")
-	}
+	s.mainHead(&w, T)
+	s.pickOutput(&w)
 	p("\tlet row0 = lwg * %du;\n\tvar a: array<f32, %d>;\n", R, S)
 	ragged := NB*T != kb
 	xraw := func(in, blk string) {
@@ -590,12 +584,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 	for j := 0; j < 8; j++ {
 		p("%slet x%d = u%d%s;\n", in, j, j, s.xScale(j))
 	}
-	for i := range s.Out {
-		if i == 0 {
-			p("%sif (which == 0u) {\n", in)
-		} else {
-			p("%s} else if (which == %du) {\n", in, i)
-		}
+	s.branches(&w, in, func(i int, _ string) {
 		for r := 0; r < R; r++ {
 			p("%s\tlet rw%d = min(row0 + %du, P.n%d - 1u);\n", in, r, r, i)
 		}
@@ -616,8 +605,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 				}
 			}
 		}
-	}
-	p("%s}\n", in)
+	})
 	if ragged {
 		p("\t\t}\n")
 	}

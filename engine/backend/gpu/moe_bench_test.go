@@ -44,13 +44,7 @@ func TestExpertMatMulBits(t *testing.T) {
 	for i := range x {
 		x[i] = float32(rng.NormFloat64())
 	}
-	route := make([]float32, n*2*k)
-	for r := 0; r < n; r++ {
-		for j, e := range rng.Perm(experts)[:k] {
-			route[r*2*k+j] = float32(0.1 + rng.Float64())
-			route[r*2*k+k+j] = float32(e)
-		}
-	}
+	route := randRoute(rng, n, k, experts)
 	ref := cpu.New(cpu.Options{})
 	for i, bits := range []int{2, 3, 4, 5, 6, 8} {
 		group := []int{32, 64, 128}[i%3]
@@ -113,13 +107,7 @@ func BenchmarkExpertMatMul(b *testing.B) {
 			for i := range x {
 				x[i] = float32(rng.NormFloat64())
 			}
-			route := make([]float32, n*2*k)
-			for t := 0; t < n; t++ {
-				for j, e := range rng.Perm(experts)[:k] {
-					route[t*2*k+j] = float32(0.1 + rng.Float64())
-					route[t*2*k+k+j] = float32(e)
-				}
-			}
+			route := randRoute(rng, n, k, experts)
 			// one backend per kernel: a plan keeps the kernels it was
 			// compiled with, whatever expertKernel says later
 			kinds := []int{-1, 1} // per-slot, grouped
@@ -172,6 +160,19 @@ func BenchmarkExpertMatMul(b *testing.B) {
 			b.ReportMetric(float64(times[0])/float64(times[1]), "per-slot/grouped")
 		})
 	}
+}
+
+// randRoute is a route table (Graph.Route's layout) of n rows, each
+// routed to k distinct random experts with random weights.
+func randRoute(rng *rand.Rand, n, k, experts int) []float32 {
+	route := make([]float32, n*2*k)
+	for r := 0; r < n; r++ {
+		for j, e := range rng.Perm(experts)[:k] {
+			route[r*2*k+j] = float32(0.1 + rng.Float64())
+			route[r*2*k+k+j] = float32(e)
+		}
+	}
+	return route
 }
 
 // benchQuantExperts is a stacked 4-bit weight [experts, out, in] of random

@@ -1,4 +1,12 @@
-{{define "argmaxkey"}}
+{{define "argmaxcommon"}}
+// The parameters and the values X (as bits) of both passes.
+struct Params {
+	rows: u32, cols: u32, parts: u32, chunk: u32,
+	off: u32, pad0: u32, pad1: u32, pad2: u32,
+}
+@group(0) @binding(0) var<uniform> P: Params;
+@group(0) @binding(1) var<storage, read> X: array<u32>;
+
 // key maps a float's bits to a u32 whose unsigned order is the float
 // order, with -0 equal to +0 and NaN below -Inf (key 0), so NaN never wins
 // against a number. The values are read as bits: no float compare, which
@@ -43,15 +51,9 @@ fn best(li: u32, k: u32, i: u32) -> vec2<u32> {
 // (part+1)·chunk) of its row, 256 invocations on neighbouring words, and
 // writes the part's best (key, index) to W, or, when a row is one part
 // ({{.Final}}), the row's index to O straight away.
-struct Params {
-	rows: u32, cols: u32, parts: u32, chunk: u32,
-	off: u32, pad0: u32, pad1: u32, pad2: u32,
-}
-@group(0) @binding(0) var<uniform> P: Params;
-@group(0) @binding(1) var<storage, read> X: array<u32>;
 {{if .Final}}@group(0) @binding(2) var<storage, read_write> O: array<f32>;
 {{else}}@group(0) @binding(2) var<storage, read_write> W: array<vec2<u32>>;
-{{end}}{{template "argmaxkey"}}
+{{end}}{{template "argmaxcommon"}}
 {{template "grid"}}
 
 @compute @workgroup_size(256)
@@ -89,15 +91,9 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 {{define "argmaxrows"}}
 // argmax, pass 2: one workgroup per row reduces the row's parts (at most
 // 256) and writes the index.
-struct Params {
-	rows: u32, cols: u32, parts: u32, chunk: u32,
-	off: u32, pad0: u32, pad1: u32, pad2: u32,
-}
-@group(0) @binding(0) var<uniform> P: Params;
-@group(0) @binding(1) var<storage, read> X: array<u32>;
 @group(0) @binding(2) var<storage, read> W: array<vec2<u32>>;
 @group(0) @binding(3) var<storage, read_write> O: array<f32>;
-{{template "argmaxkey"}}
+{{template "argmaxcommon"}}
 {{template "grid"}}
 
 @compute @workgroup_size(256)

@@ -60,6 +60,24 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 }
 {{end}}
 
+{{define "expertHead"}}
+// The parameters and bindings of expertmm and expertgemm (the weight's
+// accessor is .Acc). tiles: workgroups (tiles of output rows) per slot
+// (expertmm) or per expert (expertgemm); e0, groups (expertgemm only): the
+// first expert of the weight block, the workgroups.
+struct Params {
+	slots: u32, k: u32, out: u32, cols: u32,
+	perSlot: u32, experts: u32, tiles: u32, off: u32,
+	row0: u32, rows: u32, e0: u32, groups: u32,
+}
+@group(0) @binding(0) var<uniform> P: Params;
+@group(0) @binding(1) var<storage, read> X: array<f32>;
+@group(0) @binding(2) var<storage, read> R: array<f32>;
+@group(0) @binding(3) var<storage, read_write> O: array<f32>;
+{{.Acc}}
+{{template "grid"}}
+{{- end}}
+
 {{define "expertmm"}}
 // expertmm: for slot s = (token t, j) and output row o of the expert e
 // routed there, O[s, o] = Σ_c w[e·out + o, c] · X[t or s, c]. A workgroup
@@ -69,25 +87,15 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 // invocations read neighbouring words of the row; the lanes' partial sums
 // are added in workgroup memory. w is the row block [row0, row0+rows) of
 // the stacked weight seen as [experts·out, cols].
-struct Params {
-	slots: u32, k: u32, out: u32, cols: u32,
-	perSlot: u32, experts: u32, blocks: u32, off: u32,
-	row0: u32, rows: u32, pad0: u32, pad1: u32,
-}
-@group(0) @binding(0) var<uniform> P: Params;
-@group(0) @binding(1) var<storage, read> X: array<f32>;
-@group(0) @binding(2) var<storage, read> R: array<f32>;
-@group(0) @binding(3) var<storage, read_write> O: array<f32>;
-{{.Acc}}
-{{template "grid"}}
+{{template "expertHead" .}}
 var<workgroup> part: array<f32, 256>;
 
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
 	let wg = wgIndex(wid, nwg);
-	let s = wg / P.blocks;
+	let s = wg / P.tiles;
 	let lane = li % {{.Lanes}}u;
-	let o = (wg % P.blocks) * {{.Rows}}u + li / {{.Lanes}}u;
+	let o = (wg % P.tiles) * {{.Rows}}u + li / {{.Lanes}}u;
 	var valid = s < P.slots && o < P.out;
 	var row = 0u;
 	var xb = 0u;
@@ -177,17 +185,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 // invocation. So the weight is read once per {{.Pairs}} slots routed to its
 // expert instead of once per slot. The list's order (atomic appends) does
 // not matter: each slot's outputs are its own.
-struct Params {
-	slots: u32, k: u32, out: u32, cols: u32,
-	perSlot: u32, experts: u32, tiles: u32, off: u32,
-	row0: u32, rows: u32, e0: u32, groups: u32,
-}
-@group(0) @binding(0) var<uniform> P: Params;
-@group(0) @binding(1) var<storage, read> X: array<f32>;
-@group(0) @binding(2) var<storage, read> R: array<f32>;
-@group(0) @binding(3) var<storage, read_write> O: array<f32>;
-{{.Acc}}
-{{template "grid"}}
+{{template "expertHead" .}}
 // weight slice [{{.Slice}} cols][{{.Rows}}/4 row quads], x slice [{{.Slice}} cols][{{.Pairs}}/4 slot
 // quads]: the inner loop's reads of neighbouring invocations are neighbours
 var<workgroup> Ws: array<vec4<f32>, {{div (mul .Slice .Rows) 4}}>;
