@@ -74,7 +74,9 @@ func TestKeepAliveOverHTTP(t *testing.T) {
 		t.Errorf("/api/ps after keep_alive 0 on other = %v, want only chat-tiny", models)
 	}
 
-	// Ollama's unload request, on the route that takes keep_alive here.
+	// keep_alive 0 on a request to a loaded model unloads it afterwards.
+	// (The never-load-first unload of /api/chat and /api/generate is
+	// TestOllamaLoadUnload's and engine/pool's TestUnload's.)
 	if r := ts.do(t, http.MethodPost, "/api/tokenize", `{"model":"chat-tiny","text":"","keep_alive":0}`, nil); r.Status != http.StatusOK {
 		t.Fatalf("tokenize = %d %s", r.Status, r.Body)
 	}
