@@ -249,7 +249,7 @@ func (c *compiler) sharedFits(jobs []*mvJob) bool {
 // spec is the kernel shape for a job with m rows of x.
 func (c *compiler) spec(j *mvJob, m int) *mvSpec {
 	w := c.bufOf(c.g.Nodes[j.mats[0]].In[1])
-	s := &mvSpec{K: w.cols(), Lanes: c.b.mv.Lanes, Rows: c.b.mv.Rows, MB: 1, Dual: j.dual}
+	s := &mvSpec{K: w.cols(), Lanes: c.b.mv.Lanes, Rows: c.b.mv.Rows, B: c.b.mv.Batch, MB: 1, Dual: j.dual}
 	if m > 1 {
 		s.MB, s.Rows = min(m, 4), 1
 		return s

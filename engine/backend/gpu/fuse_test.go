@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"hearth/engine/backend/cpu"
@@ -68,6 +69,15 @@ func newFixture(t *testing.T) *fixture {
 	dense("nw", tensor.BF16, 64)
 	dense("nw32", tensor.F32, 64)
 	dense("bias", tensor.BF16, 96)
+	// several block iterations per lane, so the row kernel's load
+	// batches (MatVecShape.Batch) run whole, with a remainder, and ragged
+	// (80 and 200 blocks against 8, 16 and 32 lanes)
+	quant("g80", 4, 64, 40, 32*80)
+	quant("u80", 4, 64, 40, 32*80)
+	quant("qa", 8, 32, 24, 32*200)
+	quant("qb", 8, 32, 40, 32*200)
+	quant("qc", 8, 32, 8, 32*200)
+	dense("d80", tensor.F16, 24, 32*80)
 	return f
 }
 
@@ -105,6 +115,13 @@ func TestFusions(t *testing.T) {
 	}
 	for i := range xo {
 		xo[i] *= 0.1
+	}
+	x80, x200 := f.randn(32*80), f.randn(32*200)
+	for i := range x80 {
+		x80[i] *= 0.1
+	}
+	for i := range x200 {
+		x200[i] *= 0.1
 	}
 	type build func(g *tensor.Graph, w map[string]tensor.T, b tensor.Backend) []tensor.T
 	cases := []struct {
@@ -168,6 +185,21 @@ func TestFusions(t *testing.T) {
 		{"rms-odd", func(g *tensor.Graph, w map[string]tensor.T, _ tensor.Backend) []tensor.T {
 			return []tensor.T{g.MatMul(g.RMSNorm(g.Input(xo, 1, 32*241), tensor.T{}, 0.99, 0), w["odd"])}
 		}},
+		{"batch-rms+dual", func(g *tensor.Graph, w map[string]tensor.T, _ tensor.Backend) []tensor.T {
+			h := g.RMSNorm(g.Input(x80, 1, 32*80), tensor.T{}, 0.99, 0)
+			return []tensor.T{g.Mul(g.SiLU(g.MatMul(h, w["g80"])), g.MatMul(h, w["u80"]))}
+		}},
+		{"batch-dual", func(g *tensor.Graph, w map[string]tensor.T, _ tensor.Backend) []tensor.T {
+			h := g.Input(x80, 1, 32*80)
+			return []tensor.T{g.Mul(g.SiLU(g.MatMul(h, w["g80"])), g.MatMul(h, w["u80"]))}
+		}},
+		{"batch-group3", func(g *tensor.Graph, w map[string]tensor.T, _ tensor.Backend) []tensor.T {
+			h := g.Input(x200, 1, 32*200)
+			return []tensor.T{g.MatMul(h, w["qa"]), g.MatMul(h, w["qb"]), g.MatMul(h, w["qc"])}
+		}},
+		{"batch-dense", func(g *tensor.Graph, w map[string]tensor.T, _ tensor.Backend) []tensor.T {
+			return []tensor.T{g.MatMul(g.Input(x80, 1, 32*80), w["d80"])}
+		}},
 		{"rope-pair", func(g *tensor.Graph, w map[string]tensor.T, _ tensor.Backend) []tensor.T {
 			// q and k of one layer: one dispatch; the rope of a rope must
 			// not pair with its own input
@@ -212,6 +244,11 @@ func TestFusions(t *testing.T) {
 		b := newBackend(t, opt)
 		wg := f.upload(t, b)
 		for _, tc := range cases {
+			// the batch cases are for the row kernel; the column kernel
+			// with three 8-bit weights of 6400 columns crashed lavapipe
+			if opt.MatVec.Cols > 0 && strings.HasPrefix(tc.name, "batch-") {
+				continue
+			}
 			t.Run(tc.name, func(t *testing.T) {
 				want := run(t, ref, wr, tc.build)
 				got := run(t, b, wg, tc.build)
@@ -251,8 +288,9 @@ func run(t *testing.T, b tensor.Backend, w map[string]tensor.T, build func(*tens
 var testRope = &tensor.Rope{InvFreq: []float32{1, 0.5, 0.25, 0.125, 0.0625, 0.03125}, Dims: 12, Scale: 1}
 
 // testShapes are the matrix-vector shapes the fusion test runs: row
-// kernels, then column kernels (Cols). Lavapipe (Mesa 22.3) crashed on
+// kernels (the last three with load batches), then column kernels (Cols). Lavapipe (Mesa 22.3) crashed on
 // some graphs with rows 4 and lanes 16 or 64, so the wider shapes are
 // exercised on real GPUs only (see docs/design/gpu.md).
 var testShapes = []Options{{}, {MatVec: MatVecShape{Rows: 1, Lanes: 16}}, {MatVec: MatVecShape{Rows: 4, Lanes: 32}}, {MatVec: MatVecShape{Rows: 2, Lanes: 32}}, {MatVec: MatVecShape{Rows: 2, Lanes: 8}},
+	{MatVec: MatVecShape{Rows: 2, Lanes: 16, Batch: 4}}, {MatVec: MatVecShape{Rows: 2, Lanes: 8, Batch: 8}}, {MatVec: MatVecShape{Rows: 4, Lanes: 32, Batch: 2}},
 	{MatVec: MatVecShape{Cols: 8}}, {MatVec: MatVecShape{Cols: 1, Threads: 64}}, {MatVec: MatVecShape{Cols: 16, Threads: 64}}, {MatVec: MatVecShape{Cols: 32, Threads: 128}}}

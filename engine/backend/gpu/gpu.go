@@ -46,12 +46,19 @@ type Options struct {
 // when Cols is 0) divides a workgroup of 256 invocations so that Lanes
 // invocations share one output row's dot product, each carrying Rows rows.
 //
-// Zero fields pick the defaults: the row kernel, 2 × 16, the fastest on
-// the H200 measured (docs/benchmarks.md). The column kernel is not yet
-// measured there, so it is not the default.
+// With one row of x the row kernel loads the weights of Batch block
+// iterations (all its rows, and gate and up for the gated MLP) before
+// their arithmetic, so that more loads are in flight; for wider weight
+// kinds (dense, 8-bit) it lowers the batch so that at most 32 vec4 words
+// of weights are held at once.
+//
+// Zero fields pick the defaults: the row kernel, 2 × 16, batch 1, the
+// fastest on the H200 measured (docs/benchmarks.md). The column kernel is
+// not yet measured there, so it is not the default.
 type MatVecShape struct {
 	Rows    int // 1, 2 or 4
 	Lanes   int // 8, 16, 32 or 64
+	Batch   int // 1, 2, 4 or 8: row kernel block iterations per load batch
 	Cols    int // 1 … 32, a power of two; 0: the row kernel
 	Threads int // 64, 128 or 256
 }
@@ -266,6 +273,9 @@ func (s MatVecShape) withDefaults() MatVecShape {
 	if s.Lanes == 0 {
 		s.Lanes = 16
 	}
+	if s.Batch == 0 {
+		s.Batch = 1
+	}
 	return s
 }
 
@@ -273,11 +283,11 @@ func (s MatVecShape) withDefaults() MatVecShape {
 // matrix-vector kernels take; the error shows asked, as given.
 func checkShape(s, asked MatVecShape) error {
 	pow2 := func(v, hi int) bool { return v > 0 && v <= hi && v&(v-1) == 0 }
-	if pow2(s.Rows, 4) && pow2(s.Lanes, 64) && s.Lanes >= 8 &&
+	if pow2(s.Rows, 4) && pow2(s.Lanes, 64) && s.Lanes >= 8 && pow2(s.Batch, 8) &&
 		(s.Cols == 0 || pow2(s.Cols, 32)) && pow2(s.Threads, 256) && s.Threads >= 64 {
 		return nil
 	}
-	return fmt.Errorf("gpu: matvec shape %+v (rows 1, 2 or 4; lanes 8, 16, 32 or 64; cols 0 or a power of two up to 32; threads 64, 128 or 256)", asked)
+	return fmt.Errorf("gpu: matvec shape %+v (rows 1, 2 or 4; lanes 8, 16, 32 or 64; batch 1, 2, 4 or 8; cols 0 or a power of two up to 32; threads 64, 128 or 256)", asked)
 }
 
 // Name is "gpu".

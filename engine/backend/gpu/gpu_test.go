@@ -41,6 +41,9 @@ func TestConformance(t *testing.T) {
 		{"rows1lanes16", Options{MatVec: MatVecShape{Rows: 1, Lanes: 16}}},
 		{"rows2lanes32", Options{MatVec: MatVecShape{Rows: 2, Lanes: 32}}},
 		{"rows2lanes8", Options{MatVec: MatVecShape{Rows: 2, Lanes: 8}}},
+		{"rows2lanes32batch4", Options{MatVec: MatVecShape{Rows: 2, Lanes: 32, Batch: 4}}},
+		{"rows4lanes16batch2", Options{MatVec: MatVecShape{Rows: 4, Lanes: 16, Batch: 2}}},
+		{"rows2lanes16batch8", Options{MatVec: MatVecShape{Rows: 2, Lanes: 16, Batch: 8}}},
 		{"cols16threads64", Options{MatVec: MatVecShape{Cols: 16, Threads: 64}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tensortest.Check(t, newBackend(t, tc.opt)) })

@@ -20,7 +20,8 @@ import (
 // each block's Σx stored beside it, and with the vec4s of a block stored in
 // a rotated order (swizzled by the block index) so that the eight lanes of
 // a quarter warp, which read eight consecutive blocks, hit distinct banks.
-// Every lane runs the same constant number of block iterations. The Lanes
+// Every lane runs the same constant number of block iterations, loading
+// the weights of B of them (batch) before their arithmetic. The Lanes
 // partial sums of an output are then added by one invocation after a
 // single barrier.
 //
@@ -35,6 +36,7 @@ type mvSpec struct {
 	K     int
 	Lanes int
 	Rows  int
+	B     int // block iterations per load batch (shared); see batch
 	MB    int
 	CB    int  // blocks of x per staged chunk; 0: x not staged (shared)
 	RMS   bool // normalise the staged x by nw (needs shared with one chunk)
@@ -73,6 +75,24 @@ func (s *mvSpec) nch() int { return (s.K/32 + s.CB - 1) / s.CB }
 
 // iters is the block iterations of each invocation per chunk (shared).
 func (s *mvSpec) iters() int { return (s.CB + s.Lanes - 1) / s.Lanes }
+
+// rowLoads is the most vec4 words of weights the row kernel holds loaded
+// ahead of their arithmetic when it batches iterations (B > 1): a batch
+// of wider kinds (dense, 8-bit) is made smaller rather than hold hundreds
+// of registers.
+const rowLoads = 32
+
+// batch is the block iterations whose weight loads the row kernel issues
+// together (shared): B, halved while the batch would hold more than
+// rowLoads vec4 words (one iteration is never split).
+func (s *mvSpec) batch() int {
+	b := max(s.B, 1)
+	per := s.W[0].rawVec4() * s.mats() * s.Rows
+	for b > 1 && b*per > rowLoads {
+		b /= 2
+	}
+	return b
+}
 
 // mats is the weights one workgroup's invocation reads (2 for Dual).
 func (s *mvSpec) mats() int {
@@ -172,23 +192,26 @@ func (s *mvSpec) source() string {
 			p("%sworkgroupBarrier();\n", in)
 		}
 		s.branches(&w, in, func(i int, in string) {
-			p("%sfor (var it = 0u; it < %du; it++) {\n%s\tlet lb = it * %du + lane;\n%s\tlet blk = c * CB + lb;\n", in, s.iters(), in, L, in)
-			if ragged {
-				p("%s\tif (lb >= CB || blk >= KB) {\n%s\t\tbreak;\n%s\t}\n", in, in, in)
-			}
-			// x of block lb, unswizzled (see stage)
-			p("%s\tlet o = lb * 8u;\n%s\tlet sw = lb & 7u;\n", in, in)
-			for j := 0; j < 8; j++ {
-				p("%s\tlet x%d = xsh[o + (%du ^ sw)];\n", in, j, j)
-			}
-			p("%s\tlet s = xbs[lb];\n", in)
 			for r := 0; r < s.Rows; r++ {
-				p("%s\tlet rw%d = min(row0 + %du, P.n%d - 1u);\n", in, r, r, i)
-				for m := 0; m < s.mats(); m++ {
-					p("%s\ta[%d] += %s_dot(rw%d, blk, x0, x1, x2, x3, x4, x5, x6, x7, s);\n", in, m*s.Rows+r, s.wName(i, m), r)
-				}
+				p("%slet rw%d = min(row0 + %du, P.n%d - 1u);\n", in, r, r, i)
 			}
+			// iterations in batches of B, then the remainder as one
+			// shorter batch: no bounds checks unless ragged
+			iters := s.iters()
+			B := min(s.batch(), iters)
+			full := iters / B * B
+			if full == B {
+				p("%s{\n%s\tlet it = 0u;\n", in, in)
+			} else {
+				p("%sfor (var it = 0u; it < %du; it += %du) {\n", in, full, B)
+			}
+			s.rowBatch(&w, in+"\t", i, B, ragged)
 			p("%s}\n", in)
+			if rem := iters - full; rem > 0 {
+				p("%s{\n%s\tlet it = %du;\n", in, in, full)
+				s.rowBatch(&w, in+"\t", i, rem, ragged)
+				p("%s}\n", in)
+			}
 		})
 		p("\t}\n")
 	}
@@ -227,6 +250,52 @@ func (s *mvSpec) source() string {
 	}
 	s.storeCall(&w, args)
 	return w.String()
+}
+
+// rowBatch writes nb block iterations (it, it+1, …) of the row kernel
+// with x staged, for output i: first the loads of every block's weight
+// words (all rows; gate and up for Dual), then their arithmetic with the
+// block of x from workgroup memory. Ragged: an iteration past the chunk
+// or past KB loads from a clamped block and adds nothing.
+func (s *mvSpec) rowBatch(w *strings.Builder, in string, i, nb int, ragged bool) {
+	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+	for b := 0; b < nb; b++ {
+		if b == 0 {
+			p("%slet lb0 = it * %du + lane;\n", in, s.Lanes)
+		} else {
+			p("%slet lb%d = (it + %du) * %du + lane;\n", in, b, b, s.Lanes)
+		}
+		p("%slet blk%d = c * CB + lb%d;\n", in, b, b)
+		at := fmt.Sprintf("blk%d", b)
+		if ragged {
+			p("%slet ok%d = lb%d < CB && blk%d < KB;\n%slet cb%d = min(blk%d, KB - 1u);\n", in, b, b, b, in, b, b)
+			at = fmt.Sprintf("cb%d", b)
+		}
+		for m := 0; m < s.mats(); m++ {
+			for r := 0; r < s.Rows; r++ {
+				p("%slet q%d_%d_%d = %s_raw(rw%d, %s);\n%slet z%d_%d_%d = %s_sraw(rw%d, %s);\n", in, b, m, r, s.wName(i, m), r, at, in, b, m, r, s.wName(i, m), r, at)
+			}
+		}
+	}
+	for b := 0; b < nb; b++ {
+		if ragged {
+			p("%sif (ok%d) {\n", in, b)
+		} else {
+			p("%s{\n", in)
+		}
+		// x of block lb, unswizzled (see stage)
+		p("%s\tlet o = lb%d * 8u;\n%s\tlet sw = lb%d & 7u;\n", in, b, in, b)
+		for j := 0; j < 8; j++ {
+			p("%s\tlet x%d = xsh[o + (%du ^ sw)];\n", in, j, j)
+		}
+		p("%s\tlet s = xbs[lb%d];\n", in, b)
+		for m := 0; m < s.mats(); m++ {
+			for r := 0; r < s.Rows; r++ {
+				p("%s\ta[%d] += %s_dotr(q%d_%d_%d, z%d_%d_%d, x0, x1, x2, x3, x4, x5, x6, x7, s);\n", in, m*s.Rows+r, s.wName(i, m), b, m, r, b, m, r)
+			}
+		}
+		p("%s}\n", in)
+	}
 }
 
 // bindings declares the parameters, x, the weights' accessors (prescaled:
