@@ -5,8 +5,8 @@ package assets
 
 import (
 	"crypto/sha256"
-	"embed"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -15,9 +15,6 @@ import (
 
 // StarterID is the name the starter model is served under.
 const StarterID = "hearth/starter"
-
-//go:embed starter
-var starter embed.FS
 
 // Starter returns a directory holding the starter model (config, MLX 8-bit
 // weights, tokenizer, chat template, NOTICE), extracting the embedded copy
@@ -68,6 +65,9 @@ func Starter(cacheRoot string) (string, error) {
 func digest() (string, error) {
 	h := sha256.New()
 	entries, err := fs.ReadDir(starter, "starter")
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", errors.New("starter model: this binary was built without it (-tags nostarter)")
+	}
 	if err != nil {
 		return "", err
 	}

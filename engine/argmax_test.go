@@ -51,7 +51,73 @@ func TestDeviceArgmaxMatchesHost(t *testing.T) {
 						t.Fatalf("step %d: device argmax %d, host argmax %d (host %v, device %v)", i, device[i], host[i], host, device)
 					}
 				}
+				checkGreedy(t, m, prompt, host)
 			})
+		}
+	}
+}
+
+// checkGreedy decodes with Sequence.Greedy (on the gpu backend one step
+// ahead of the reads, fed on the device) and wants want's tokens; then it
+// stops after a few tokens with a step queued past them, closes, and checks
+// that the sequence holds exactly the prompt and the tokens fed, by
+// decoding on from there with ForwardArgmax.
+func checkGreedy(t *testing.T, m *engine.Model, prompt, want []int32) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := m.NewSequence(len(prompt) + len(want) + 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	gr, err := s.Greedy(ctx, prompt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		id, err := gr.Next(i+1 < len(want))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id != want[i] {
+			t.Fatalf("greedy step %d: %d, want %d", i, id, want[i])
+		}
+	}
+	if _, err := gr.Next(true); err == nil {
+		t.Error("Next after Next(false) did not fail")
+	}
+	gr.Close()
+	if got := s.Len(); got != len(prompt)+len(want)-1 {
+		t.Fatalf("after a full decode the sequence holds %d tokens, want %d", got, len(prompt)+len(want)-1)
+	}
+
+	const k = 5 // stop early, as at an end of sequence, with a step queued
+	s2, err := m.NewSequence(len(prompt) + len(want))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	s = s2
+	gr, err = s.Greedy(ctx, prompt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < k; i++ {
+		if id, err := gr.Next(true); err != nil || id != want[i] {
+			t.Fatalf("greedy step %d: %d, %v (want %d)", i, id, err, want[i])
+		}
+	}
+	gr.Close()
+	if got := s.Len(); got != len(prompt)+k-1 {
+		t.Fatalf("after stopping at token %d the sequence holds %d tokens, want %d", k, got, len(prompt)+k-1)
+	}
+	for i := k - 1; i < k+2; i++ {
+		id, err := s.ForwardArgmax(ctx, []int32{want[i]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id != want[i+1] {
+			t.Fatalf("decoding on after Close: step %d gives %d, want %d", i+1, id, want[i+1])
 		}
 	}
 }

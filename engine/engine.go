@@ -27,6 +27,10 @@ type Options struct {
 	// ChunkTokens is the most tokens one forward pass takes; longer
 	// prompts are prefilled in chunks. 0 means 512.
 	ChunkTokens int
+	// Unpipelined makes greedy decoding read each step's token before it
+	// queues the next, even on a backend that could run ahead (Greedy);
+	// for measuring what running ahead gains.
+	Unpipelined bool
 }
 
 // Model is a loaded checkpoint: weights resident on a backend, ready to
@@ -41,6 +45,7 @@ type Model struct {
 	impl    family.Model
 	set     *weights.Set
 	chunk   int
+	sync    bool // Options.Unpipelined
 }
 
 // Load resolves the family for dir's config, opens its safetensors,
@@ -98,7 +103,7 @@ func Load(dir string, opt Options) (*Model, error) {
 	if chunk <= 0 {
 		chunk = 512
 	}
-	return &Model{Dir: dir, Config: cfg, Family: fam, backend: b, device: device, impl: impl, set: set, chunk: chunk}, nil
+	return &Model{Dir: dir, Config: cfg, Family: fam, backend: b, device: device, impl: impl, set: set, chunk: chunk, sync: opt.Unpipelined}, nil
 }
 
 // newBackend picks the backend opt asks for; auto takes a real GPU when

@@ -122,23 +122,23 @@ func (r *Runner) run(j *job) (Usage, error) {
 	defer seq.Close()
 
 	// Plain greedy decoding needs only each step's best id, so the backend
-	// picks it and the logits stay on the device; logprobs and penalties
+	// picks it and the logits stay on the device (where the backend queues
+	// work, one step ahead of this loop: Greedy); logprobs and penalties
 	// need the logits here.
 	onDevice := req.Sample.PlainGreedy() && !req.Logprobs
 	var logits []float32
-	var best int32
-	forward := func(tokens []int32) (err error) {
-		if onDevice {
-			best, err = seq.ForwardArgmax(j.ctx, tokens)
-		} else {
-			logits, err = seq.Forward(j.ctx, tokens, false)
+	var greedy *Greedy
+	if onDevice {
+		if greedy, err = seq.Greedy(j.ctx, ids); err != nil {
+			return u, err
 		}
-		return err
+		defer greedy.Close()
+	} else {
+		if logits, err = seq.Forward(j.ctx, ids, false); err != nil {
+			return u, err
+		}
+		u.PrefillDuration = time.Since(start)
 	}
-	if err := forward(ids); err != nil {
-		return u, err
-	}
-	u.PrefillDuration = time.Since(start)
 	out := newTextOut(r, req, j)
 	sampler := sample.New(req.Sample, ids)
 	decodeStart := time.Now()
@@ -148,8 +148,16 @@ func (r *Runner) run(j *job) (Usage, error) {
 		if req.Logprobs {
 			raw = append([]float32(nil), logits...) // before penalties
 		}
-		id := best
-		if !onDevice {
+		var id int32
+		if onDevice {
+			if id, err = greedy.Next(n+1 < maxNew); err != nil {
+				return u, err
+			}
+			if n == 0 {
+				u.PrefillDuration = time.Since(start)
+				decodeStart = time.Now()
+			}
+		} else {
 			id = sampler.Sample(logits)
 		}
 		var lp *TokenLogprob
@@ -176,10 +184,10 @@ func (r *Runner) run(j *job) (Usage, error) {
 			u.FinishReason, u.StopSequence = "stop", stopped
 			break
 		}
-		if n+1 == maxNew {
-			break
+		if n+1 == maxNew || onDevice {
+			continue
 		}
-		if err := forward([]int32{id}); err != nil {
+		if logits, err = seq.Forward(j.ctx, []int32{id}, false); err != nil {
 			return u, err
 		}
 	}

@@ -307,22 +307,27 @@ func prefill(ctx context.Context, m *engine.Model, vocab, n int) (time.Duration,
 	return time.Since(start), nil
 }
 
-// decode feeds one token untimed, then times n greedy steps the way the
-// engine's runner decodes greedily (engine/generate.go): ForwardArgmax, so
-// the backend picks each step's token and the logits are not read back.
+// decode reads one token untimed, then times n greedy steps the way the
+// engine's runner decodes greedily (engine/generate.go): Sequence.Greedy,
+// so the backend picks each step's token, the logits are not read back,
+// and a backend that queues work runs one step ahead of the reads.
 func decode(ctx context.Context, m *engine.Model, vocab, n int) (time.Duration, error) {
-	seq, err := m.NewSequence(n + 1)
+	seq, err := m.NewSequence(n + 2)
 	if err != nil {
 		return 0, err
 	}
 	defer seq.Close()
-	id, err := seq.ForwardArgmax(ctx, prompt(1, vocab))
+	gr, err := seq.Greedy(ctx, prompt(1, vocab))
 	if err != nil {
+		return 0, err
+	}
+	defer gr.Close()
+	if _, err := gr.Next(true); err != nil {
 		return 0, err
 	}
 	start := time.Now()
 	for i := 0; i < n; i++ {
-		if id, err = seq.ForwardArgmax(ctx, []int32{id}); err != nil {
+		if _, err = gr.Next(i+1 < n); err != nil {
 			return 0, err
 		}
 	}

@@ -75,7 +75,11 @@ type Model interface {
 
 // Batch is the input of one forward pass of one sequence.
 type Batch struct {
-	Tokens    []int32       // [n] new tokens
+	Tokens []int32 // [n] new tokens
+	// IDs, when set, holds the n token ids on the backend instead (float32
+	// values: the token the last step picked, which the host has not read
+	// yet); Tokens then only gives n.
+	IDs       tensor.T
 	Pos       int           // position of Tokens[0]
 	Caches    []cache.Layer // one per layer
 	AllLogits bool          // logits for every token, not only the last

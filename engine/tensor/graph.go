@@ -61,6 +61,24 @@ type UploadCopier interface {
 	CopiesUploads() bool
 }
 
+// Pipeliner is implemented by backends whose Run only queues the work.
+// Start runs g like Run, but its outputs stay readable through the
+// returned Pending while one more run is started after it. A decode loop
+// can then queue step n+1, fed by step n's token where it lies on the
+// device (Embed of a buffer that step n's Argmax was stored into), before
+// it reads step n's token: building and submitting a step overlaps the
+// device's work instead of following it.
+type Pipeliner interface {
+	Start(ctx context.Context, g *Graph, outs ...T) (Pending, error)
+}
+
+// Pending is a started run whose outputs have not been read.
+type Pending interface {
+	// Read waits for the run and copies output t to dst. It fails once
+	// two more runs have started since, and after the backend's own Read.
+	Read(t T, dst []float32) error
+}
+
 // Graph records one forward pass. Building it does no arithmetic: each
 // method appends a node and returns its T, checking shapes as it goes so a
 // wrong model fails while building, not halfway through a run.

@@ -77,7 +77,11 @@ func (g *Graph) InputInts(data []int32, shape ...int) T {
 }
 
 // Embed gathers rows of table [vocab, hidden] for ids [n]: → [n, hidden].
-// The table may be dense or quantized; ids out of range are a run error.
+// The table may be dense or quantized. ids are host integers (InputInts),
+// or float32 values holding integers on the backend (a node or buffer,
+// e.g. an Argmax stored for the next step). Host ids out of range are a
+// run error; a float id out of range is one on the cpu backend and gives
+// an unspecified row on a device that cannot report it.
 func (g *Graph) Embed(table, ids T) T {
 	ts, is := g.Shape(table), g.Shape(ids)
 	if len(ts) != 2 || len(is) != 1 {

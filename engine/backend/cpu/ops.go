@@ -96,7 +96,18 @@ func (b *Backend) embed(g *tensor.Graph, i int) error {
 	n := &g.Nodes[i]
 	hidden := n.Shape[1]
 	vocab := g.Shape(n.In[0])[0]
-	ids := b.ints[n.In[1].Node()]
+	var ids []int32
+	if in := n.In[1]; in.Node() >= 0 && b.ints[in.Node()] != nil {
+		ids = b.ints[in.Node()]
+	} else {
+		// float ids: a device-side token (an Argmax kept for the next step)
+		for _, f := range b.f32(in) {
+			if f != float32(int32(f)) {
+				return fmt.Errorf("token id %v is not an integer", f)
+			}
+			ids = append(ids, int32(f))
+		}
+	}
 	out := b.vals[i]
 	var m *mat
 	var data []float32

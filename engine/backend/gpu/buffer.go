@@ -287,7 +287,7 @@ func (b *Backend) Read(t tensor.T, dst []float32) error {
 			if len(dst) != r.elems {
 				return fmt.Errorf("read: dst has %d elements, tensor has %d", len(dst), r.elems)
 			}
-			return b.mapRead(b.pool.readback, r.off, dst)
+			return b.mapRead(b.pool.readback[b.pool.lastPar], r.off, dst, b.pool.lastSub)
 		}
 	}
 	buf := b.buf(t)
@@ -302,39 +302,51 @@ func (b *Backend) Read(t tensor.T, dst []float32) error {
 		return fmt.Errorf("read: dst has %d elements, tensor has %d", len(dst), n)
 	}
 	size := uint64(n) * 4
-	if err := b.pool.ensureReadback(b, (size+255)&^255); err != nil {
-		return fmt.Errorf("read: %w", err)
+	st := &b.pool
+	if st.stage == nil || st.stSize < size {
+		buf, err := b.dev.CreateBuffer(&wgpu.BufferDescriptor{Label: "read", Size: (size + 255) &^ 255, Usage: wgpu.BufferUsageMapRead | wgpu.BufferUsageCopyDst})
+		if err != nil {
+			return fmt.Errorf("read: allocate %d bytes: %w", size, err)
+		}
+		dropBuffer(st.stage)
+		st.stage, st.stSize = buf, (size+255)&^255
 	}
 	enc, err := b.dev.CreateCommandEncoder(nil)
 	if err != nil {
 		return fmt.Errorf("read: %w", err)
 	}
 	defer enc.Release()
-	if err := enc.CopyBufferToBuffer(buf.blocks[0].data, 0, b.pool.readback, 0, (size+3)&^3); err != nil {
+	if err := enc.CopyBufferToBuffer(buf.blocks[0].data, 0, st.stage, 0, (size+3)&^3); err != nil {
 		return fmt.Errorf("read: %w", err)
 	}
 	cmd, err := enc.Finish(nil)
 	if err != nil {
 		return fmt.Errorf("read: %w", err)
 	}
-	b.queue.Submit(cmd)
+	sub := b.queue.Submit(cmd)
 	cmd.Release()
-	b.last = nil // the readback area was overwritten
-	return b.mapRead(b.pool.readback, 0, dst)
+	return b.mapRead(st.stage, 0, dst, sub)
 }
 
-// mapRead maps len(dst)*4 bytes of src at off and copies them out.
-func (b *Backend) mapRead(src *wgpu.Buffer, off uint64, dst []float32) error {
+// mapRead maps len(dst)*4 bytes of src at off, once submission sub is
+// done, and copies them out.
+func (b *Backend) mapRead(src *wgpu.Buffer, off uint64, dst []float32, sub wgpu.SubmissionIndex) error {
 	if len(dst) == 0 {
 		return nil
 	}
 	// Both targets (amd64, arm64) are little-endian, like the device data.
-	return b.mapBytes(src, off, unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), len(dst)*4))
+	return b.mapBytesAfter(src, off, unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), len(dst)*4), &sub)
 }
 
 // mapBytes maps len(dst) bytes of src at off, waits for the device, and
 // copies them out.
 func (b *Backend) mapBytes(src *wgpu.Buffer, off uint64, dst []byte) error {
+	return b.mapBytesAfter(src, off, dst, nil)
+}
+
+// mapBytesAfter is mapBytes waiting for submission sub only (nil: for all
+// work), so a read does not wait for a run queued after the one it reads.
+func (b *Backend) mapBytesAfter(src *wgpu.Buffer, off uint64, dst []byte, sub *wgpu.SubmissionIndex) error {
 	size := uint64(len(dst))
 	mapSize := (size + 7) &^ 7
 	var status wgpu.BufferMapAsyncStatus
@@ -342,8 +354,12 @@ func (b *Backend) mapBytes(src *wgpu.Buffer, off uint64, dst []byte) error {
 	if err := src.MapAsync(wgpu.MapModeRead, off, mapSize, func(s wgpu.BufferMapAsyncStatus) { status, done = s, true }); err != nil {
 		return fmt.Errorf("read: %w", err)
 	}
+	var idx *wgpu.WrappedSubmissionIndex
+	if sub != nil {
+		idx = &wgpu.WrappedSubmissionIndex{Queue: b.queue, SubmissionIndex: *sub}
+	}
 	for !done {
-		b.dev.Poll(true, nil)
+		b.dev.Poll(true, idx)
 	}
 	if status != wgpu.BufferMapAsyncStatusSuccess {
 		return fmt.Errorf("read: mapping the result failed (status %d; device lost?)", status)

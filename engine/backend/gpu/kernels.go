@@ -73,21 +73,30 @@ func (c *compiler) embed(i int) error {
 	n, hidden := nd.Shape[0], nd.Shape[1]
 	vocab := g.Shape(nd.In[0])[0]
 	idsT := nd.In[1]
-	ids := c.region(uint64(n)*4, func(g *tensor.Graph, dst []byte) error {
-		v, err := hostInts(g, idsT)
-		if err != nil {
-			return err
-		}
-		for t, id := range v {
-			if id < 0 || int(id) >= vocab {
-				return fmt.Errorf("token id %d outside the vocabulary [0, %d)", id, vocab)
+	// ids are host integers (checked here, uploaded as u32) or float32
+	// values on the device (a token the last step picked)
+	var idsOp operand
+	floatIDs := false
+	if _, err := hostInts(g, idsT); err == nil {
+		idsOp = operand{kind: opInput, input: c.region(uint64(n)*4, func(g *tensor.Graph, dst []byte) error {
+			v, err := hostInts(g, idsT)
+			if err != nil {
+				return err
 			}
-			binary.LittleEndian.PutUint32(dst[t*4:], uint32(id))
+			for t, id := range v {
+				if id < 0 || int(id) >= vocab {
+					return fmt.Errorf("token id %d outside the vocabulary [0, %d)", id, vocab)
+				}
+				binary.LittleEndian.PutUint32(dst[t*4:], uint32(id))
+			}
+			return nil
+		})}
+	} else {
+		var ferr error
+		if idsOp, ferr = c.f32(idsT); ferr != nil {
+			return fmt.Errorf("embed ids: %w (and %w)", err, ferr)
 		}
-		return nil
-	})
-	if _, err := hostInts(g, idsT); err != nil {
-		return err
+		floatIDs = true
 	}
 	blocks := []block{{rows: vocab}}
 	if w := c.bufOf(nd.In[0]); w != nil && !w.alloc {
@@ -99,9 +108,9 @@ func (c *compiler) embed(i int) error {
 		if err != nil {
 			return err
 		}
-		ops := append([]operand{{kind: opInput, input: ids}, out}, wo...)
+		ops := append([]operand{idsOp, out}, wo...)
 		row0, rows := bl.row0, bl.rows
-		c.add(kspec{label: "embed " + a.Kind.String(), src: source("embed", map[string]any{"Acc": a.String()}), ops: ops,
+		c.add(kspec{label: "embed " + a.Kind.String(), src: source("embed", map[string]any{"Acc": a.String(), "FloatIDs": floatIDs}), ops: ops,
 			params: func(g *tensor.Graph, p *[16]uint32) {
 				p[0], p[1], p[2], p[3], p[4] = uint32(n), uint32(hidden), uint32(row0), uint32(rows), off(g)
 			},

@@ -24,13 +24,13 @@ type plan struct {
 	outs     []outCopy
 	readback map[tensor.T]readRegion
 	rbBytes  uint64
-	uses     map[uint64]bool     // serials of the backend buffers bound
-	gen      uint64              // pool generation the bind groups were made for
-	used     uint64              // LRU clock
-	params   []byte              // host staging, one paramStride per kernel
-	ready    *wgpu.CommandBuffer // the next run's commands, encoded ahead
-	readyGen uint64              // readback generation ready was encoded for
-	inData   []byte              // host staging for the inputs buffer
+	uses     map[uint64]bool        // serials of the backend buffers bound
+	gen      uint64                 // pool generation the bind groups were made for
+	used     uint64                 // LRU clock
+	params   []byte                 // host staging, one paramStride per kernel
+	ready    [2]*wgpu.CommandBuffer // the next run's commands per readback buffer, encoded ahead
+	readyGen [2]uint64              // readback generation each was encoded for
+	inData   []byte                 // host staging for the inputs buffer
 }
 
 // kernel is one dispatch.

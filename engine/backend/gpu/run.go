@@ -15,16 +15,24 @@ import (
 // inputs buffer, the parameter buffer and the readback buffer. They only
 // grow; when one is replaced, gen changes and plans rebind.
 type pool struct {
-	gen      uint64
-	slots    []*wgpu.Buffer
-	sizes    []uint64
-	inputs   *wgpu.Buffer
-	inSize   uint64
-	params   *wgpu.Buffer
-	parSize  uint64
-	readback *wgpu.Buffer
-	rbSize   uint64
-	rbGen    uint64
+	gen     uint64
+	slots   []*wgpu.Buffer
+	sizes   []uint64
+	inputs  *wgpu.Buffer
+	inSize  uint64
+	params  *wgpu.Buffer
+	parSize uint64
+	// Runs alternate between two readback buffers, so a started run's
+	// outputs (Start) stay readable while the next run is queued.
+	readback [2]*wgpu.Buffer
+	rbSize   [2]uint64
+	rbGen    [2]uint64
+	par      int                  // readback buffer of the next run
+	runs     uint64               // runs started
+	lastPar  int                  // readback buffer of the last run
+	lastSub  wgpu.SubmissionIndex // submission of the last run
+	stage    *wgpu.Buffer         // reads of persistent buffers
+	stSize   uint64
 }
 
 func dropBuffer(b *wgpu.Buffer) {
@@ -41,9 +49,12 @@ func (p *pool) release() {
 	p.slots, p.sizes = nil, nil
 	dropBuffer(p.inputs)
 	dropBuffer(p.params)
-	dropBuffer(p.readback)
-	p.inputs, p.params, p.readback = nil, nil, nil
-	p.inSize, p.parSize, p.rbSize = 0, 0, 0
+	for i := range p.readback {
+		dropBuffer(p.readback[i])
+	}
+	dropBuffer(p.stage)
+	p.inputs, p.params, p.readback, p.stage = nil, nil, [2]*wgpu.Buffer{}, nil
+	p.inSize, p.parSize, p.rbSize, p.stSize = 0, 0, [2]uint64{}, 0
 }
 
 // ensure grows the shared buffers to what plan pl needs.
@@ -80,14 +91,13 @@ func (p *pool) ensure(b *Backend, pl *plan) error {
 	if err := grow(&p.params, &p.parSize, uint64(len(pl.params)), wgpu.BufferUsageUniform|wgpu.BufferUsageCopyDst, "params"); err != nil {
 		return err
 	}
-	gen := p.gen
-	err := p.ensureReadback(b, pl.rbBytes)
-	p.gen = gen // the readback buffer is never bound
-	return err
+	return p.ensureReadback(b, p.par, pl.rbBytes)
 }
 
-func (p *pool) ensureReadback(b *Backend, need uint64) error {
-	if p.readback != nil && p.rbSize >= need {
+// ensureReadback grows readback buffer i (never bound, so plans keep
+// their bindings).
+func (p *pool) ensureReadback(b *Backend, i int, need uint64) error {
+	if p.readback[i] != nil && p.rbSize[i] >= need {
 		return nil
 	}
 	size := max(need, 256)
@@ -95,9 +105,9 @@ func (p *pool) ensureReadback(b *Backend, need uint64) error {
 	if err != nil {
 		return fmt.Errorf("allocate %d bytes for readback: %w", size, err)
 	}
-	dropBuffer(p.readback)
-	p.readback, p.rbSize = buf, size
-	p.rbGen++ // pre-encoded copies into the old one are void
+	dropBuffer(p.readback[i])
+	p.readback[i], p.rbSize[i] = buf, size
+	p.rbGen[i]++ // pre-encoded copies into the old one are void
 	return nil
 }
 
@@ -152,11 +162,13 @@ func (b *Backend) layout(p *wgpu.ComputePipeline) *wgpu.BindGroupLayout {
 	return l
 }
 
-// dropReady forgets the pre-encoded command buffer.
+// dropReady forgets the pre-encoded command buffers.
 func (p *plan) dropReady() {
-	if p.ready != nil {
-		p.ready.Release()
-		p.ready = nil
+	for i, r := range p.ready {
+		if r != nil {
+			r.Release()
+			p.ready[i] = nil
+		}
 	}
 }
 
@@ -176,11 +188,48 @@ const maxPlans = 16
 
 // Run executes every node of g as one command submission.
 func (b *Backend) Run(ctx context.Context, g *tensor.Graph, outs ...tensor.T) error {
+	_, err := b.start(ctx, g, outs)
+	return err
+}
+
+// Start runs g like Run and returns its outputs as a tensor.Pending,
+// readable until two more runs have started: runs alternate between two
+// readback buffers, and a read waits for its own submission only.
+func (b *Backend) Start(ctx context.Context, g *tensor.Graph, outs ...tensor.T) (tensor.Pending, error) {
+	return b.start(ctx, g, outs)
+}
+
+// pending is a started run's outputs in readback buffer par.
+type pending struct {
+	b   *Backend
+	pl  *plan
+	par int
+	run uint64 // pool.runs after it started
+	gen uint64 // pool.rbGen[par] it copied into
+	sub wgpu.SubmissionIndex
+}
+
+func (p *pending) Read(t tensor.T, dst []float32) error {
+	pool := &p.b.pool
+	if pool.runs-p.run >= 2 || pool.rbGen[p.par] != p.gen {
+		return fmt.Errorf("read: the run's outputs were overwritten (%d runs started since)", pool.runs-p.run)
+	}
+	r, ok := p.pl.readback[t]
+	if !ok {
+		return fmt.Errorf("read: %v was not an output of the run", t)
+	}
+	if len(dst) != r.elems {
+		return fmt.Errorf("read: dst has %d elements, tensor has %d", len(dst), r.elems)
+	}
+	return p.b.mapRead(pool.readback[p.par], r.off, dst, p.sub)
+}
+
+func (b *Backend) start(ctx context.Context, g *tensor.Graph, outs []tensor.T) (*pending, error) {
 	if err := g.Err(); err != nil {
-		return fmt.Errorf("graph: %w", err)
+		return nil, fmt.Errorf("graph: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
-		return err
+		return nil, err
 	}
 	t0 := time.Now()
 	key := b.planKey(g, outs)
@@ -188,7 +237,7 @@ func (b *Backend) Run(ctx context.Context, g *tensor.Graph, outs ...tensor.T) er
 	if !ok {
 		var err error
 		if pl, err = b.compile(g, outs); err != nil {
-			return fmt.Errorf("gpu: %w", err)
+			return nil, fmt.Errorf("gpu: %w", err)
 		}
 		if len(b.plans) >= maxPlans {
 			b.evict()
@@ -198,26 +247,30 @@ func (b *Backend) Run(ctx context.Context, g *tensor.Graph, outs ...tensor.T) er
 	b.clock++
 	pl.used = b.clock
 	if err := b.pool.ensure(b, pl); err != nil {
-		return fmt.Errorf("gpu: %w", err)
+		return nil, fmt.Errorf("gpu: %w", err)
 	}
 	if pl.gen != b.pool.gen {
 		pl.dropReady()
 		if err := b.bind(pl); err != nil {
-			return fmt.Errorf("gpu: %w", err)
+			return nil, fmt.Errorf("gpu: %w", err)
 		}
 	}
 	b.last = nil
 	t1 := time.Now()
 	if err := b.upload(g, pl); err != nil {
-		return fmt.Errorf("gpu: %w", err)
+		return nil, fmt.Errorf("gpu: %w", err)
 	}
 	t2 := time.Now()
-	if err := b.submit(pl); err != nil {
-		return fmt.Errorf("gpu: %w", err)
+	par := b.pool.par
+	sub, err := b.submit(pl, par)
+	if err != nil {
+		return nil, fmt.Errorf("gpu: %w", err)
 	}
+	b.pool.runs++
+	b.pool.par, b.pool.lastPar, b.pool.lastSub = par^1, par, sub
 	b.last = pl
 	b.times.Plan, b.times.Upload = t1.Sub(t0), t2.Sub(t1)
-	return nil
+	return &pending{b: b, pl: pl, par: par, run: b.pool.runs, gen: b.pool.rbGen[par], sub: sub}, nil
 }
 
 // RunTimes is where the host time of the last Run went.
@@ -277,7 +330,7 @@ func (b *Backend) upload(g *tensor.Graph, pl *plan) error {
 // encode records the plan: every kernel in one compute pass (one pass per
 // kernel when profiling), then the copies of the outputs to the readback
 // buffer.
-func (b *Backend) encode(pl *plan) (*wgpu.CommandBuffer, error) {
+func (b *Backend) encode(pl *plan, par int) (*wgpu.CommandBuffer, error) {
 	enc, err := b.dev.CreateCommandEncoder(nil)
 	if err != nil {
 		return nil, err
@@ -308,7 +361,7 @@ func (b *Backend) encode(pl *plan) (*wgpu.CommandBuffer, error) {
 		if o.src.kind == opInput {
 			off = o.off
 		}
-		if err := enc.CopyBufferToBuffer(src, off, b.pool.readback, o.dst, (o.size+3)&^3); err != nil {
+		if err := enc.CopyBufferToBuffer(src, off, b.pool.readback[par], o.dst, (o.size+3)&^3); err != nil {
 			return nil, err
 		}
 	}
@@ -318,34 +371,41 @@ func (b *Backend) encode(pl *plan) (*wgpu.CommandBuffer, error) {
 	return enc.Finish(nil)
 }
 
-// submit submits the plan's command buffer, then encodes the next one while
-// the device works: a plan's commands never change between runs (grids are
-// fixed, parameters live in the params buffer), so the next step of a
-// decode loop only uploads its inputs and parameters and submits.
-func (b *Backend) submit(pl *plan) error {
+// submit submits the plan's command buffer for readback buffer par, then
+// encodes the next one (for the other readback buffer, when it is big
+// enough) while the device works: a plan's commands never change between
+// runs (grids are fixed, parameters live in the params buffer), so the
+// next step of a decode loop only uploads its inputs and parameters and
+// submits.
+func (b *Backend) submit(pl *plan, par int) (wgpu.SubmissionIndex, error) {
 	t0 := time.Now()
-	cmd := pl.ready
-	pl.ready = nil
-	if cmd == nil || pl.readyGen != b.pool.rbGen || b.stamp != nil {
+	cmd := pl.ready[par]
+	pl.ready[par] = nil
+	if cmd == nil || pl.readyGen[par] != b.pool.rbGen[par] || b.stamp != nil {
 		if cmd != nil {
 			cmd.Release()
 		}
 		var err error
-		if cmd, err = b.encode(pl); err != nil {
-			return err
+		if cmd, err = b.encode(pl, par); err != nil {
+			return 0, err
 		}
 	}
-	b.queue.Submit(cmd)
+	sub := b.queue.Submit(cmd)
 	cmd.Release()
 	t1 := time.Now()
 	b.times.Submit, b.times.Encode = t1.Sub(t0), 0
-	if b.stamp == nil {
-		next, err := b.encode(pl)
-		if err != nil {
-			return err
+	next := par ^ 1
+	if b.stamp == nil && b.pool.readback[next] != nil && b.pool.rbSize[next] >= pl.rbBytes {
+		if pl.ready[next] != nil {
+			pl.ready[next].Release()
+			pl.ready[next] = nil
 		}
-		pl.ready, pl.readyGen = next, b.pool.rbGen
+		cmd, err := b.encode(pl, next)
+		if err != nil {
+			return 0, err
+		}
+		pl.ready[next], pl.readyGen[next] = cmd, b.pool.rbGen[next]
 		b.times.Encode = time.Since(t1)
 	}
-	return nil
+	return sub, nil
 }

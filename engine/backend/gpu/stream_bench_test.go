@@ -17,7 +17,7 @@ import (
 )
 
 var (
-	streamMB  = flag.String("gpustream.mb", "9.4,33,66,296", "buffer sizes in MB BenchmarkStream reads")
+	streamMB  = flag.String("gpustream.mb", "9.4,33,66,200", "buffer sizes in MB BenchmarkStream reads")
 	streamRep = flag.Int("gpustream.rep", 16, "dispatches per timed pass (each reads its own buffer, so L2 does not serve repeats)")
 )
 

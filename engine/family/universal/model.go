@@ -245,7 +245,11 @@ func (m *Model) Forward(g *tensor.Graph, b *family.Batch) (tensor.T, error) {
 		pos[i] = int32(b.Pos + i)
 	}
 	posT := g.InputInts(pos, n)
-	x := g.Embed(m.embed, g.InputInts(b.Tokens, n))
+	ids := b.IDs
+	if ids.IsNone() {
+		ids = g.InputInts(b.Tokens, n)
+	}
+	x := g.Embed(m.embed, ids)
 	if m.embedScale != 0 {
 		x = g.Scale(x, m.embedScale)
 	}

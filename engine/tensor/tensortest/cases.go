@@ -35,6 +35,36 @@ func cases() []opCase {
 		}
 		return g.Embed(table, g.InputInts(ids, len(ids))), want
 	})
+	// ids on the backend as float32: an Argmax (a greedy token), and a
+	// buffer a token was stored into (the next decode step's input)
+	add(tensor.OpEmbed, "Embed/argmax-ids", func(c *checker, g *tensor.Graph) (tensor.T, []float64) {
+		table, ref := c.upload("table", tensor.F32, c.randn(37*24), 37, 24)
+		x := c.randn(4 * 37)
+		var want []float64
+		for r := 0; r < 4; r++ {
+			id := 0
+			for j := range 37 {
+				if x[r*37+j] > x[r*37+id] {
+					id = j
+				}
+			}
+			want = append(want, ref[id*24:(id+1)*24]...)
+		}
+		return g.Embed(table, g.Reshape(g.Argmax(g.Input(x, 4, 37)), 4)), want
+	})
+	add(tensor.OpEmbed, "Embed/buffer-ids", func(c *checker, g *tensor.Graph) (tensor.T, []float64) {
+		table, ref := c.uploadQuant(4, 64, 41, 64)
+		buf, err := c.b.Alloc([]int{3})
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		ids := []float32{40, 0, 7}
+		var want []float64
+		for _, id := range ids {
+			want = append(want, ref[int(id)*64:(int(id)+1)*64]...)
+		}
+		return g.Embed(table, g.Store(buf, g.Input(ids, 3), 0)), want
+	})
 	for _, dt := range []tensor.DType{tensor.F32, tensor.F16, tensor.BF16} {
 		add(tensor.OpMatMul, "MatMul/"+dt.String(), func(c *checker, g *tensor.Graph) (tensor.T, []float64) {
 			x := c.randn(5 * 40)

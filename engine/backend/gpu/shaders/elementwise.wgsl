@@ -144,13 +144,13 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 
 {{define "embed"}}
 // embed gathers rows [row0, row0+rows) of a table block for the ids that
-// fall in it.
+// fall in it (u32 from the host, or float32 values a kernel wrote).
 struct Params {
 	n: u32, hidden: u32, row0: u32, rows: u32,
 	off: u32, pad0: u32, pad1: u32, pad2: u32,
 }
 @group(0) @binding(0) var<uniform> P: Params;
-@group(0) @binding(1) var<storage, read> IDS: array<u32>;
+{{if .FloatIDs}}@group(0) @binding(1) var<storage, read> IDS: array<f32>;{{else}}@group(0) @binding(1) var<storage, read> IDS: array<u32>;{{end}}
 @group(0) @binding(2) var<storage, read_write> O: array<f32>;
 {{.Acc}}
 {{template "grid"}}
@@ -163,7 +163,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 	}
 	let t = i / P.hidden;
 	let c = i % P.hidden;
-	let id = IDS[t];
+	let id = {{if .FloatIDs}}u32(max(IDS[t], 0.0)){{else}}IDS[t]{{end}};
 	if (id < P.row0 || id >= P.row0 + P.rows) {
 		return;
 	}

@@ -1,0 +1,8 @@
+//go:build !nostarter
+
+package assets
+
+import "embed"
+
+//go:embed starter
+var starter embed.FS
