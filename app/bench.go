@@ -24,13 +24,14 @@ func (c *cli) bench(args []string) error {
 	repeats := fs.Int("repeats", 3, "runs of each measurement (the report gives medians)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	int8 := fs.Bool("int8", false, "CPU: int8 activations for quantized matmuls (faster decode, not exact; docs/design/cpu.md)")
+	profile := fs.Bool("profile", false, "GPU: add where one decode step's device time goes, by kind of kernel")
 	unpipelined := fs.Bool("unpipelined", false, "GPU: read each decode step's token before queueing the next (to measure what running one step ahead gains)")
 	cacheDir := fs.String("cache", "", "directory that keeps synthetic checkpoints between runs (default: a temporary one, removed)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	opt := bench.Options{
-		Synthetic: *synthetic, Quant: *quant, Decode: *decode, Repeats: *repeats, JSON: *asJSON,
+		Synthetic: *synthetic, Quant: *quant, Decode: *decode, Repeats: *repeats, JSON: *asJSON, Profile: *profile,
 		Engine:   engine.Options{Backend: *backend, Threads: *threads, Int8Activations: *int8, Unpipelined: *unpipelined},
 		CacheDir: *cacheDir,
 		Log:      c.stderr,

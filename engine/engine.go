@@ -243,3 +243,49 @@ func (s *Sequence) run(ctx context.Context, tokens []int32, all, argmax bool) ([
 	}
 	return out, nil
 }
+
+// ReadBandwidth measures, when the model runs on a device with memory of
+// its own (the GPU), how fast that device's kernels read it: the rate of
+// each of passes reads of about size bytes, in bytes per second. ok is
+// false on the cpu backend, whose weights are read from host memory at the
+// host's stream rate (engine/bench measures that).
+func (m *Model) ReadBandwidth(size int64, passes int) (rates []float64, ok bool, err error) {
+	r, ok := m.backend.(interface {
+		ReadBandwidth(size int64, passes int) ([]float64, error)
+	})
+	if !ok {
+		return nil, false, nil
+	}
+	rates, err = r.ReadBandwidth(size, passes)
+	return rates, true, err
+}
+
+// ProfileDecode runs one greedy decode step after ctxTokens tokens with the
+// backend timing each kernel on its own (tensor.Profiler), and returns
+// where the step's device time went.
+func (m *Model) ProfileDecode(ctx context.Context, ctxTokens int) ([]tensor.KernelTime, error) {
+	p, ok := m.backend.(tensor.Profiler)
+	if !ok {
+		return nil, fmt.Errorf("the %s backend does not time its kernels", m.backend.Name())
+	}
+	s, err := m.NewSequence(ctxTokens + 2)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	id, err := s.ForwardArgmax(ctx, make([]int32, ctxTokens))
+	if err == nil {
+		id, err = s.ForwardArgmax(ctx, []int32{id}) // the decode plan, made untimed
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := p.SetProfile(true); err != nil {
+		return nil, err
+	}
+	defer p.SetProfile(false)
+	if _, err := s.ForwardArgmax(ctx, []int32{id}); err != nil {
+		return nil, err
+	}
+	return p.LastProfile()
+}

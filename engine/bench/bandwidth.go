@@ -15,6 +15,9 @@ type Bandwidth struct {
 	Passes  []float64 `json:"passes"`  // GB/s of each timed pass
 	Bytes   int64     `json:"bytes"`   // buffer size
 	Threads int       `json:"threads"` // goroutines reading at once
+	// Device is set when the backend's own kernels read device memory
+	// (the GPU; engine.Model.ReadBandwidth), not goroutines host memory.
+	Device bool `json:"device,omitempty"`
 }
 
 // MeasureBandwidth reads a buffer of size bytes (rounded to whole 128-byte

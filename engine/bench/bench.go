@@ -60,6 +60,10 @@ type Options struct {
 	// than the last-level cache is bounded by the cache's bandwidth).
 	BandwidthBytes int64
 
+	// Profile adds where one decode step's device time goes, kernel by
+	// kind of kernel (a backend that times its kernels: the GPU).
+	Profile bool
+
 	// JSON prints the report as one JSON object instead of a table.
 	JSON bool
 	// Log receives progress lines (nil: none).
@@ -207,19 +211,34 @@ func (r *Report) weightBytes(dir string) error {
 	return nil
 }
 
-// bandwidth measures the streaming-read bandwidth with the RSS sampler
-// paused (the buffer is not the model's memory) and adds the passes to the
+// bandwidth measures the streaming-read bandwidth of the memory the
+// model's weights are read from — the device's, by the backend's own
+// kernels, when it has any; else the host's — with the RSS sampler paused
+// (the buffer is not the model's memory), and adds the passes to the
 // report; it returns this measurement's median.
-func (r *Report) bandwidth(opt Options, rss *rssSampler) float64 {
+func (r *Report) bandwidth(m *engine.Model, opt Options, rss *rssSampler) (float64, error) {
 	rss.pause()
 	defer rss.resume()
-	bw := MeasureBandwidth(opt.BandwidthBytes, opt.Engine.Threads, 2)
-	r.Bandwidth.Bytes, r.Bandwidth.Threads = bw.Bytes, bw.Threads
+	var bw Bandwidth
+	rates, onDevice, err := m.ReadBandwidth(opt.BandwidthBytes, 2)
+	switch {
+	case err != nil:
+		return 0, err
+	case onDevice:
+		bw = Bandwidth{Bytes: opt.BandwidthBytes, Device: true}
+		for _, rate := range rates {
+			bw.Passes = append(bw.Passes, rate/1e9)
+		}
+		bw.GBPerS = median(bw.Passes)
+	default:
+		bw = MeasureBandwidth(opt.BandwidthBytes, opt.Engine.Threads, 2)
+	}
+	r.Bandwidth.Bytes, r.Bandwidth.Threads, r.Bandwidth.Device = bw.Bytes, bw.Threads, bw.Device
 	r.Bandwidth.Passes = append(r.Bandwidth.Passes, bw.Passes...)
 	r.Bandwidth.GBPerS = median(r.Bandwidth.Passes)
 	r.BandwidthGBs = r.Bandwidth.GBPerS
 	debug.FreeOSMemory()
-	return bw.GBPerS
+	return bw.GBPerS, nil
 }
 
 func (r *Report) measure(ctx context.Context, dir string, opt Options, rss *rssSampler) error {
@@ -258,8 +277,11 @@ func (r *Report) measure(ctx context.Context, dir string, opt Options, rss *rssS
 	// Each decode run is bracketed by bandwidth measurements, and its
 	// fraction of the bound uses the bandwidth measured around it, so a
 	// machine whose load drifts is compared with itself.
-	opt.logf("measuring read bandwidth (%d MB, %d threads)", opt.BandwidthBytes>>20, opt.Engine.Threads)
-	bw := r.bandwidth(opt, rss)
+	opt.logf("measuring read bandwidth (%d MB)", opt.BandwidthBytes>>20)
+	bw, err := r.bandwidth(m, opt, rss)
+	if err != nil {
+		return err
+	}
 	for i := 0; i < opt.Repeats; i++ {
 		opt.logf("decode %d tokens (%d/%d)", opt.Decode, i+1, opt.Repeats)
 		d, err := decode(ctx, m, vocab, opt.Decode)
@@ -267,7 +289,10 @@ func (r *Report) measure(ctx context.Context, dir string, opt Options, rss *rssS
 			return fmt.Errorf("decode: %w", err)
 		}
 		tokS := float64(opt.Decode) / d.Seconds()
-		after := r.bandwidth(opt, rss)
+		after, err := r.bandwidth(m, opt, rss)
+		if err != nil {
+			return err
+		}
 		bound := (bw + after) / 2 * 1e9 / float64(r.WeightBytesPerToken)
 		r.Samples.DecodeTokS = append(r.Samples.DecodeTokS, tokS)
 		r.Samples.DecodeFraction = append(r.Samples.DecodeFraction, tokS/bound)
@@ -275,6 +300,14 @@ func (r *Report) measure(ctx context.Context, dir string, opt Options, rss *rssS
 	}
 	r.DecodeTokS = median(r.Samples.DecodeTokS)
 	r.DecodeFractionOfBound = median(r.Samples.DecodeFraction)
+	if opt.Profile {
+		// one step at the decode runs' middle context
+		r.ProfileContext = 1 + opt.Decode/2
+		opt.logf("profiling a decode step at context %d", r.ProfileContext)
+		if r.DecodeProfile, err = m.ProfileDecode(ctx, r.ProfileContext); err != nil {
+			return fmt.Errorf("profile: %w", err)
+		}
+	}
 	return nil
 }
 

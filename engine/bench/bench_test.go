@@ -4,13 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"hearth/engine"
 	"hearth/engine/config"
 	"hearth/engine/weights"
+	"hearth/internal/testenv"
+	"hearth/internal/testmodels"
 )
 
 // TestSynthesize writes the tiny shape in every format and checks that the
@@ -158,5 +162,45 @@ func TestWeightBytesUntied(t *testing.T) {
 	embed := int64(2 * s.VocabSize * s.HiddenSize)
 	if r.WeightBytes-r.WeightBytesPerToken != embed {
 		t.Errorf("per token %d of %d bytes, want all but the %d-byte embedding", r.WeightBytesPerToken, r.WeightBytes, embed)
+	}
+}
+
+// TestRunGPU runs the benchmark on the gpu backend with a profile: the
+// bound comes from the device's own read rate, and the profile names the
+// kernels of a decode step. On the cpu backend a profile is refused.
+func TestRunGPU(t *testing.T) {
+	if _, set := os.LookupEnv("LP_NUM_THREADS"); !set {
+		t.Setenv("LP_NUM_THREADS", "0") // lavapipe's worker threads crash on some graphs (docs/design/gpu.md)
+	}
+	m, err := engine.Load(filepath.Join(testmodels.Root(), "llama-f32"), engine.Options{Backend: "gpu"})
+	if err != nil {
+		testenv.Need(t, "a gpu backend ("+err.Error()+")", false)
+	}
+	m.Close()
+	opt := Options{Synthetic: testShape, Quant: "q4g64", CacheDir: t.TempDir(), Prompts: []int{4}, Decode: 3, Repeats: 1,
+		BandwidthBytes: 1 << 20, Profile: true, Engine: engine.Options{Backend: "gpu"}}
+	var out bytes.Buffer
+	rep, err := Run(context.Background(), opt, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Bandwidth.Device || rep.BandwidthGBs <= 0 || rep.DecodeTokS <= 0 {
+		t.Errorf("bandwidth %+v, decode %v tok/s: want a device measurement", rep.Bandwidth, rep.DecodeTokS)
+	}
+	kinds := map[string]bool{}
+	for _, k := range rep.DecodeProfile {
+		kinds[strings.Fields(k.Label)[0]] = k.Count > 0 && k.Time > 0
+	}
+	for _, want := range []string{"matvec", "Attention", "Argmax"} {
+		if !kinds[want] {
+			t.Errorf("profile %v lacks a timed %s kernel", rep.DecodeProfile, want)
+		}
+	}
+	if !strings.Contains(out.String(), "device kernels") || !strings.Contains(out.String(), "profile    one decode step") {
+		t.Errorf("table:\n%s", out.String())
+	}
+	opt.Engine.Backend = "cpu"
+	if _, err := Run(context.Background(), opt, io.Discard); err == nil || !strings.Contains(err.Error(), "does not time its kernels") {
+		t.Errorf("a cpu profile: %v, want a refusal", err)
 	}
 }

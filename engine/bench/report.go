@@ -8,10 +8,12 @@ import (
 	"slices"
 	"strconv"
 	"text/tabwriter"
+	"time"
 
 	gcpu "github.com/shirou/gopsutil/v4/cpu"
 	"github.com/shirou/gopsutil/v4/load"
 	"hearth/engine"
+	"hearth/engine/tensor"
 )
 
 // Report is what Run measured. Times are medians over the repeats; Samples
@@ -47,6 +49,10 @@ type Report struct {
 	// rate over the bound measured around it (Samples.DecodeFraction).
 	DecodeFractionOfBound float64 `json:"decode_fraction_of_bound"`
 	PeakRSSBytes          int64   `json:"peak_rss_bytes"`
+	// DecodeProfile is one decode step at ProfileContext tokens, every
+	// kernel timed on its own (Options.Profile).
+	DecodeProfile  []tensor.KernelTime `json:"decode_profile,omitempty"`
+	ProfileContext int                 `json:"profile_context,omitempty"`
 
 	Repeats int `json:"repeats"`
 	Samples struct {
@@ -124,9 +130,15 @@ func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "model      %s, %.2fB params, %.2f GB\n", name, float64(r.Params)/1e9, float64(r.WeightBytes)/1e9)
 	fmt.Fprintf(w, "machine    %s, %d cores, %s, load %.2f %.2f %.2f → %.2f %.2f %.2f\n", r.Machine.CPU, r.Machine.Cores, r.Machine.OS,
 		r.Machine.Load[0], r.Machine.Load[1], r.Machine.Load[2], r.Machine.LoadEnd[0], r.Machine.LoadEnd[1], r.Machine.LoadEnd[2])
-	fmt.Fprintf(w, "backend    %s, %d threads (load %.1fs)\n", backend, r.Threads, r.LoadSeconds)
-	fmt.Fprintf(w, "bandwidth  %.1f GB/s streaming read of %.2f GB; a decode step reads %.2f GB → bound %.1f tok/s\n",
-		r.BandwidthGBs, float64(r.Bandwidth.Bytes)/1e9, float64(r.WeightBytesPerToken)/1e9, r.DecodeBoundTokS)
+	reader := fmt.Sprintf("%d threads", r.Bandwidth.Threads)
+	if r.Bandwidth.Device {
+		fmt.Fprintf(w, "backend    %s (load %.1fs)\n", backend, r.LoadSeconds)
+		reader = "device kernels"
+	} else {
+		fmt.Fprintf(w, "backend    %s, %d threads (load %.1fs)\n", backend, r.Threads, r.LoadSeconds)
+	}
+	fmt.Fprintf(w, "bandwidth  %.1f GB/s streaming read of %.2f GB (%s); a decode step reads %.2f GB → bound %.1f tok/s\n",
+		r.BandwidthGBs, float64(r.Bandwidth.Bytes)/1e9, reader, float64(r.WeightBytesPerToken)/1e9, r.DecodeBoundTokS)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "prompt\tprefill tok/s\tTTFT ms\t")
 	var keys []int
@@ -141,6 +153,18 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "decode     %.2f tok/s over %d tokens, %.0f%% of the bandwidth bound (each run against the bandwidth measured around it)\n", r.DecodeTokS, r.Decode, 100*r.DecodeFractionOfBound)
+	if len(r.DecodeProfile) > 0 {
+		var total time.Duration
+		for _, k := range r.DecodeProfile {
+			total += k.Time
+		}
+		fmt.Fprintf(w, "profile    one decode step at context %d, every kernel timed on its own (which adds a little time to each): %.0f µs\n", r.ProfileContext, float64(total.Microseconds()))
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, k := range r.DecodeProfile {
+			fmt.Fprintf(tw, "  %s\t%d×\t%.0f µs\t%.1f%%\n", k.Label, k.Count, float64(k.Time.Nanoseconds())/1e3, 100*k.Time.Seconds()/total.Seconds())
+		}
+		tw.Flush()
+	}
 	fmt.Fprintf(w, "peak RSS   %.2f GB\n", float64(r.PeakRSSBytes)/1e9)
 	fmt.Fprintf(w, "(medians of %d runs)\n", r.Repeats)
 	return nil

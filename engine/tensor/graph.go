@@ -3,6 +3,7 @@ package tensor
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // T names a tensor: a node of a Graph, or a buffer a Backend owns (an
@@ -77,6 +78,23 @@ type Pending interface {
 	// Read waits for the run and copies output t to dst. It fails once
 	// two more runs have started since, and after the backend's own Read.
 	Read(t T, dst []float32) error
+}
+
+// Profiler is implemented by backends that can time each kernel of a run.
+type Profiler interface {
+	// SetProfile turns per-kernel timing on or off (runs are slower while
+	// it is on: every kernel is timed on its own).
+	SetProfile(on bool) error
+	// LastProfile is the device time of the last run by kind of kernel,
+	// the largest first.
+	LastProfile() ([]KernelTime, error)
+}
+
+// KernelTime is the device time one kind of kernel took in a profiled run.
+type KernelTime struct {
+	Label string        `json:"label"`
+	Count int           `json:"count"`
+	Time  time.Duration `json:"ns"`
 }
 
 // Graph records one forward pass. Building it does no arithmetic: each

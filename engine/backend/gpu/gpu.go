@@ -66,7 +66,6 @@ type MatVecShape struct {
 // Adapter describes the device a backend runs on.
 type Adapter struct {
 	Name    string // e.g. "NVIDIA H200", "llvmpipe (LLVM 15.0.6, 256 bits)"
-	Driver  string
 	Backend string // "vulkan", "metal", …
 	Type    string // "discrete-gpu", "integrated-gpu", "cpu", "unknown"
 	// Emulated is true for a software rasterizer that runs on the CPU
@@ -158,13 +157,14 @@ func pickAdapter(inst *wgpu.Instance) (*wgpu.Adapter, error) {
 
 func describe(a *wgpu.Adapter) Adapter {
 	in := a.GetInfo()
-	name := in.Name
+	// This wgpu-native puts the adapter's name in the description and the
+	// PCI device id, as hex, in the name.
+	name := in.DriverDescription
 	if name == "" {
-		name = in.DriverDescription
+		name = in.Name
 	}
 	return Adapter{
 		Name:     name,
-		Driver:   in.DriverDescription,
 		Backend:  in.BackendType.String(),
 		Type:     in.AdapterType.String(),
 		Emulated: in.AdapterType == wgpu.AdapterTypeCPU,

@@ -49,3 +49,17 @@ func TestConformance(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) { tensortest.Check(t, newBackend(t, tc.opt)) })
 	}
 }
+
+func TestReadBandwidth(t *testing.T) {
+	b := newBackend(t, Options{})
+	rates, err := b.ReadBandwidth(3<<20+5, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rates) != 2 || rates[0] <= 0 || rates[1] <= 0 {
+		t.Fatalf("rates %v, want two positive", rates)
+	}
+	if _, err := b.ReadBandwidth(0, 1); err == nil {
+		t.Error("a size of 0 was accepted")
+	}
+}

@@ -8,15 +8,13 @@ import (
 	"time"
 
 	"github.com/cogentcore/webgpu/wgpu"
+
+	"hearth/engine/tensor"
 )
 
 // KernelTime is the device time one kind of kernel took in the last
 // profiled Run (SetProfile).
-type KernelTime struct {
-	Label string
-	Count int
-	Time  time.Duration
-}
+type KernelTime = tensor.KernelTime
 
 // profiler brackets every kernel with timestamp queries. Timestamps are
 // the adapter's ticks, which are nanoseconds on Vulkan (NVIDIA, lavapipe).
