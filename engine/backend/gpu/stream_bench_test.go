@@ -152,6 +152,10 @@ var q4Kind = kind{dt: tensor.U32, bits: 4, group: 64, sdt: tensor.BF16}
 type mvProto struct {
 	T, L, R, B int
 	XG         bool
+	// Ablate removes a part to see what it costs: "noalu" keeps the loads
+	// but replaces the dequantizing dot product by a few integer ops;
+	// "noload" keeps the arithmetic on words made from the indices.
+	Ablate string
 }
 
 func (p mvProto) String() string {
@@ -159,7 +163,7 @@ func (p mvProto) String() string {
 	if p.XG {
 		x = "global x"
 	}
-	return fmt.Sprintf("T%d L%d R%d B%d %s", p.T, p.L, p.R, p.B, x)
+	return fmt.Sprintf("T%d L%d R%d B%d %s %s", p.T, p.L, p.R, p.B, x, p.Ablate)
 }
 
 func (p mvProto) rows() int { return p.T / p.L * p.R }
@@ -198,7 +202,13 @@ func (p mvProto) source(s *mvSpec) string {
 	for b := 0; b < p.B; b++ {
 		f("\t\tlet blk%d = (it + %du) * %du + lane;\n", b, b, p.L)
 		for r := 0; r < p.R; r++ {
-			f("\t\tlet r%d_%d = w0_raw(rw%d, blk%d);\n\t\tlet s%d_%d = w0_sraw(rw%d, blk%d);\n", b, r, r, b, b, r, r, b)
+			if p.Ablate == "noload" {
+				// one word of each binding, the same for every invocation
+				// (the bindings must stay in the layout)
+				f("\t\tlet r%d_%d = array<vec4<u32>, 1>(vec4<u32>(blk%d * 2654435761u, rw%d, blk%d ^ rw%d, w0_d[0].x));\n\t\tlet s%d_%d = blk%d | w0_s[0];\n", b, r, b, r, b, r, b, r, b)
+			} else {
+				f("\t\tlet r%d_%d = w0_raw(rw%d, blk%d);\n\t\tlet s%d_%d = w0_sraw(rw%d, blk%d);\n", b, r, r, b, b, r, r, b)
+			}
 		}
 	}
 	for b := 0; b < p.B; b++ {
@@ -219,7 +229,11 @@ func (p mvProto) source(s *mvSpec) string {
 			f("\t\t\tlet xs = xbs[lb];\n")
 		}
 		for r := 0; r < p.R; r++ {
-			f("\t\t\ta%d += w0_dotr(r%d_%d, s%d_%d, x0, x1, x2, x3, x4, x5, x6, x7, xs);\n", r, b, r, b, r)
+			if p.Ablate == "noalu" {
+				f("\t\t\ta%d += bitcast<f32>(((r%d_%d[0].x ^ r%d_%d[0].y ^ r%d_%d[0].z ^ r%d_%d[0].w ^ s%d_%d) & 0x007fffffu) | 0x3f800000u) * xs;\n", r, b, r, b, r, b, r, b, r, b, r)
+			} else {
+				f("\t\t\ta%d += w0_dotr(r%d_%d, s%d_%d, x0, x1, x2, x3, x4, x5, x6, x7, xs);\n", r, b, r, b, r)
+			}
 		}
 		f("\t\t}\n")
 	}
@@ -280,7 +294,7 @@ func BenchmarkMatVecProto(b *testing.B) {
 				for _, r := range []int{1, 2, 4} {
 					for _, bb := range []int{1, 2, 4} {
 						for _, xg := range []bool{false, true} {
-							protos = append(protos, mvProto{t, l, r, bb, xg})
+							protos = append(protos, mvProto{T: t, L: l, R: r, B: bb, XG: xg})
 						}
 					}
 				}
@@ -289,6 +303,7 @@ func BenchmarkMatVecProto(b *testing.B) {
 	} else {
 		for _, f := range strings.Split(*mvProtos, ",") {
 			var p mvProto
+			f, p.Ablate, _ = strings.Cut(f, "-")
 			g := strings.HasSuffix(f, "g")
 			if _, err := fmt.Sscanf(strings.TrimSuffix(f, "g"), "%d.%d.%d.%d", &p.T, &p.L, &p.R, &p.B); err != nil {
 				b.Fatalf("-gpustream.protos %q: %v", f, err)
@@ -354,8 +369,13 @@ func BenchmarkMatVecProto(b *testing.B) {
 			return &mvSpec{K: sh.k, Lanes: 16, Rows: 2, MB: 1, XBind: 1, W: []accessor{{Name: "w0", Bind: 2, Kind: q4Kind, Cols: sh.k, Block: true}},
 				Out: []int{4}, Res: []int{-1}, Bias: []*accessor{nil}}
 		}
-		run := func(label, src string, rows int) []float32 {
+		// runGrid dispatches groups workgroups (0: one per rows rows)
+		runGrid := func(label, src string, rows, groups int) []float32 {
 			wgt := uint32((sh.n + rows - 1) / rows)
+			grid := wgt
+			if groups > 0 {
+				grid = uint32(groups)
+			}
 			var pr [16]uint32
 			pr[0], pr[1], pr[4], pr[6], pr[12] = 1, uint32(sh.n), wgt, wgt, uint32(sh.n)
 			pb := make([]byte, 64)
@@ -366,7 +386,7 @@ func BenchmarkMatVecProto(b *testing.B) {
 			d := timePass(b, be, src, rep, func(i int) []wgpu.BindGroupEntry {
 				return []wgpu.BindGroupEntry{{Binding: 0, Buffer: params, Size: 64}, {Binding: 1, Buffer: x, Size: uint64(len(xb))},
 					{Binding: 2, Buffer: ws[i].d, Size: dataBytes}, {Binding: 3, Buffer: ws[i].s, Size: sbBytes}, {Binding: 4, Buffer: out, Size: uint64(sh.n * 4)}}
-			}, [3]uint32{wgt, 1, 1})
+			}, [3]uint32{grid, 1, 1})
 			// the last dispatch of the pass used ws[rep-1]; run once on ws[0]
 			enc, _ := be.dev.CreateCommandEncoder(nil)
 			pipe, _ := be.pipeline(label, src)
@@ -378,7 +398,7 @@ func BenchmarkMatVecProto(b *testing.B) {
 			pass := enc.BeginComputePass(nil)
 			pass.SetPipeline(pipe)
 			pass.SetBindGroup(0, g, nil)
-			pass.DispatchWorkgroups(wgt, 1, 1)
+			pass.DispatchWorkgroups(grid, 1, 1)
 			pass.End()
 			pass.Release()
 			enc.CopyBufferToBuffer(out, 0, read, 0, uint64(sh.n*4))
@@ -399,6 +419,7 @@ func BenchmarkMatVecProto(b *testing.B) {
 			b.Logf("%-20s %-28s %8.2f µs %6.0f GB/s", sh.name, label, float64(d.Nanoseconds())/1e3, gbs)
 			return res
 		}
+		run := func(label, src string, rows int) []float32 { return runGrid(label, src, rows, 0) }
 		limit := int(be.limits.MaxComputeWorkgroupStorageSize)
 		s := spec()
 		s.CB = s.chunkBlocks(limit)
@@ -420,8 +441,24 @@ func BenchmarkMatVecProto(b *testing.B) {
 			check(label, run(label, s.source(), s.rowsPerWG()))
 		}
 		for _, p := range protos {
+			if !p.fits(sh.k) {
+				continue
+			}
+			got := run(p.String(), p.source(spec()), p.rows())
+			if p.Ablate == "" {
+				check(p.String(), got)
+			}
+		}
+		for _, f := range strings.Split(*mvPersists, ",") {
+			if f == "" {
+				continue
+			}
+			var p mvPersist
+			if _, err := fmt.Sscanf(f, "%d.%d.%d.%d", &p.T, &p.L, &p.R, &p.G); err != nil {
+				b.Fatalf("-gpustream.persist %q: %v", f, err)
+			}
 			if p.fits(sh.k) {
-				check(p.String(), run(p.String(), p.source(spec()), p.rows()))
+				check(p.String(), runGrid(p.String(), p.source(spec()), p.rows(), p.G))
 			}
 		}
 		for _, p := range protos2 {
@@ -524,3 +561,77 @@ func (p mvProto2) source(s *mvSpec) string {
 	f("\tstore0(wg * %du + li, 0u, v);\n}\n", p.rows())
 	return w.String()
 }
+
+// mvPersist is a persistent candidate: G workgroups stage x once, then
+// walk tiles of rows G apart, loading the next tile's weight words before
+// the arithmetic of this one (so loads and arithmetic overlap within every
+// invocation, instead of all workgroups loading, then all computing).
+type mvPersist struct{ T, L, R, G int }
+
+func (p mvPersist) String() string { return fmt.Sprintf("persist T%d L%d R%d G%d", p.T, p.L, p.R, p.G) }
+
+func (p mvPersist) rows() int { return p.T / p.L * p.R }
+
+func (p mvPersist) fits(k int) bool { kb := k / 32; return kb%p.L == 0 && kb <= 256 }
+
+func (p mvPersist) source(s *mvSpec) string {
+	var w strings.Builder
+	f := func(format string, args ...any) { fmt.Fprintf(&w, format, args...) }
+	s.bindings(&w, true)
+	s.storeFunc(&w, 0)
+	kb := s.K / 32
+	iters, rpw := kb/p.L, p.rows()
+	n := iters * p.R
+	f("const K4: u32 = %du;\nconst KB: u32 = %du;\nconst CB: u32 = KB;\n", s.K/4, kb)
+	f("var<workgroup> red: array<f32, %d>;\n", p.T*p.R)
+	f("var<workgroup> xsh: array<vec4<f32>, %d>;\nvar<workgroup> xbs: array<f32, %d>;\n", kb*8, kb)
+	f("@compute @workgroup_size(%d)\nfn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {\n", p.T)
+	f("\tlet wg = wid.x;\n\tlet m0 = 0u;\n\tlet c = 0u;\n")
+	var st strings.Builder
+	s.stage(&st, "\t", false)
+	f("%s\tworkgroupBarrier();\n", strings.ReplaceAll(st.String(), "lb += 256u", fmt.Sprintf("lb += %du", p.T)))
+	f("\tlet lane = li %% %du;\n\tlet grp = li / %du;\n\tlet ntiles = (P.n0 + %du) / %du;\n", p.L, p.L, rpw-1, rpw)
+	f("\tvar q: array<vec4<u32>, %d>;\n\tvar z: array<u32, %d>;\n", n, n)
+	load := func(tile, qn, zn string) {
+		for r := 0; r < p.R; r++ {
+			f("\t\tlet lr%d = min(%s * %du + grp * %du + %du, P.n0 - 1u);\n", r, tile, rpw, p.R, r)
+		}
+		for i := 0; i < iters; i++ {
+			for r := 0; r < p.R; r++ {
+				f("\t\t%s[%d] = w0_raw(lr%d, %du + lane)[0];\n\t\t%s[%d] = w0_sraw(lr%d, %du + lane);\n", qn, i*p.R+r, r, i*p.L, zn, i*p.R+r, r, i*p.L)
+			}
+		}
+	}
+	f("\tif (wg < ntiles) {\n")
+	load("wg", "q", "z")
+	f("\t}\n")
+	f("\tfor (var t = wg; t < ntiles; t += %du) {\n", p.G)
+	f("\t\tvar q2: array<vec4<u32>, %d>;\n\t\tvar z2: array<u32, %d>;\n\t\tlet nt = t + %du;\n\t\tif (nt < ntiles) {\n", n, n, p.G)
+	load("nt", "q2", "z2")
+	f("\t\t}\n")
+	for r := 0; r < p.R; r++ {
+		f("\t\tvar a%d = 0.0;\n", r)
+	}
+	for i := 0; i < iters; i++ {
+		f("\t\t{\n\t\t\tlet lb = %du + lane;\n\t\t\tlet o = lb * 8u;\n\t\t\tlet sw = lb & 7u;\n", i*p.L)
+		for j := 0; j < 8; j++ {
+			f("\t\t\tlet x%d = xsh[o + (%du ^ sw)];\n", j, j)
+		}
+		f("\t\t\tlet xs = xbs[lb];\n")
+		for r := 0; r < p.R; r++ {
+			f("\t\t\ta%d += w0_dotr(array<vec4<u32>, 1>(q[%d]), z[%d], x0, x1, x2, x3, x4, x5, x6, x7, xs);\n", r, i*p.R+r, i*p.R+r)
+		}
+		f("\t\t}\n")
+	}
+	for r := 0; r < p.R; r++ {
+		f("\t\tred[%du + li] = a%d;\n", r*p.T, r)
+	}
+	f("\t\tworkgroupBarrier();\n\t\tif (li < %du) {\n", rpw)
+	f("\t\t\tlet g = li / %du;\n\t\t\tlet r = li %% %du;\n\t\t\tvar v = 0.0;\n", p.R, p.R)
+	f("\t\t\tfor (var l = 0u; l < %du; l++) {\n\t\t\t\tv += red[r * %du + g * %du + ((l + li) & %du)];\n\t\t\t}\n", p.L, p.T, p.L, p.L-1)
+	f("\t\t\tstore0(t * %du + li, 0u, v);\n\t\t}\n\t\tworkgroupBarrier();\n", rpw)
+	f("\t\tq = q2;\n\t\tz = z2;\n\t}\n}\n")
+	return w.String()
+}
+
+var mvPersists = flag.String("gpustream.persist", "", "persistent matvec candidates BenchmarkMatVecProto runs, as T.L.R.G, comma-separated")
