@@ -249,7 +249,7 @@ func (p mvProto) source(s *mvSpec) string {
 }
 
 var (
-	mvProtos = flag.String("gpustream.protos", "", "matvec prototypes BenchmarkMatVecProto runs, as T.L.R.B[g] (g: x from memory), comma-separated; empty: a built-in sweep (and the mvProto2 sweep); none: no prototypes")
+	mvProtos = flag.String("gpustream.protos", "", "matvec prototypes BenchmarkMatVecProto runs, as T.L.R.B[g] (g: x from memory), with -noalu or -noload to ablate (mvProto.Ablate), comma-separated; empty: a built-in sweep; none: no prototypes")
 	mvRows   = flag.String("gpustream.rows", "", "row kernel shapes BenchmarkMatVecProto also times, as RxLbB (rows x lanes, load batch), comma-separated, e.g. 2x16b1,2x32b4,4x16b2")
 )
 
@@ -274,7 +274,7 @@ func parseRowShapes(list string) ([]MatVecShape, error) {
 }
 
 // BenchmarkMatVecProto times the row kernel and candidate matrix-vector
-// kernels (mvProto, mvProto2, and the row kernel in the shapes of
+// kernels (mvProto, and the row kernel in the shapes of
 // -gpustream.rows) on the 8B shape's 4-bit matrices, each dispatch on its
 // own weights, and checks each candidate's output against the default row
 // kernel's on random weights.
@@ -288,7 +288,7 @@ func BenchmarkMatVecProto(b *testing.B) {
 		b.Fatal(err)
 	}
 	protos := []mvProto{}
-	if *mvProtos == "" || *mvProtos == "none" {
+	if *mvProtos == "" {
 		for _, t := range []int{128, 256} {
 			for _, l := range []int{8, 16, 32} {
 				for _, r := range []int{1, 2, 4} {
@@ -300,7 +300,7 @@ func BenchmarkMatVecProto(b *testing.B) {
 				}
 			}
 		}
-	} else {
+	} else if *mvProtos != "none" {
 		for _, f := range strings.Split(*mvProtos, ",") {
 			var p mvProto
 			f, p.Ablate, _ = strings.Cut(f, "-")
@@ -311,26 +311,6 @@ func BenchmarkMatVecProto(b *testing.B) {
 			p.XG = g
 			protos = append(protos, p)
 		}
-	}
-	var protos2 []mvProto2
-	for _, t := range []int{128, 256} {
-		if *mvProtos != "" {
-			break // the mvProto2 sweep runs with the built-in one only
-		}
-		for _, l := range []int{8, 16, 32} {
-			for _, r := range []int{1, 2, 4} {
-				for _, nc := range []int{1, 2, 4, 7} {
-					for _, h := range []bool{false, true} {
-						if l*nc*(256/t) <= 128 && r*128/l/nc*(256/t) <= 16 || nc == 7 && l <= 16 {
-							protos2 = append(protos2, mvProto2{t, l, r, nc, h})
-						}
-					}
-				}
-			}
-		}
-	}
-	if *mvProtos == "none" {
-		protos = nil
 	}
 	rep := *streamRep
 	for _, sh := range []struct {
@@ -449,23 +429,6 @@ func BenchmarkMatVecProto(b *testing.B) {
 				check(p.String(), got)
 			}
 		}
-		for _, f := range strings.Split(*mvPersists, ",") {
-			if f == "" {
-				continue
-			}
-			var p mvPersist
-			if _, err := fmt.Sscanf(f, "%d.%d.%d.%d", &p.T, &p.L, &p.R, &p.G); err != nil {
-				b.Fatalf("-gpustream.persist %q: %v", f, err)
-			}
-			if p.fits(sh.k) {
-				check(p.String(), runGrid(p.String(), p.source(spec()), p.rows(), p.G))
-			}
-		}
-		for _, p := range protos2 {
-			if p.fits(sh.k) {
-				check(p.String(), run(p.String(), p.source(spec()), p.rows()))
-			}
-		}
 		for _, w := range ws {
 			w.d.Release()
 			w.s.Release()
@@ -476,162 +439,3 @@ func BenchmarkMatVecProto(b *testing.B) {
 		params.Release()
 	}
 }
-
-// mvProto2 stages x in NC chunks and loads all the weight words of a
-// chunk before their arithmetic; with H the first chunk's words are loaded
-// before x is staged, and each next chunk's before the current one's
-// arithmetic.
-type mvProto2 struct {
-	T, L, R, NC int
-	H           bool
-}
-
-func (p mvProto2) String() string {
-	return fmt.Sprintf("v2 T%d L%d R%d NC%d H=%v", p.T, p.L, p.R, p.NC, p.H)
-}
-
-func (p mvProto2) rows() int { return p.T / p.L * p.R }
-
-func (p mvProto2) fits(k int) bool {
-	kb := k / 32
-	return kb%p.NC == 0 && (kb/p.NC)%p.L == 0 && kb/p.NC*(32*4+4)+p.T*p.R*4 <= 32768
-}
-
-func (p mvProto2) source(s *mvSpec) string {
-	var w strings.Builder
-	f := func(format string, args ...any) { fmt.Fprintf(&w, format, args...) }
-	s.bindings(&w, true)
-	s.storeFunc(&w, 0)
-	kb := s.K / 32
-	cb := kb / p.NC
-	ipc := cb / p.L
-	f("const K4: u32 = %du;\nconst KB: u32 = %du;\nconst CB: u32 = %du;\n", s.K/4, kb, cb)
-	f("var<workgroup> red: array<f32, %d>;\n", p.T*p.R)
-	f("var<workgroup> xsh: array<vec4<f32>, %d>;\nvar<workgroup> xbs: array<f32, %d>;\n", cb*8, cb)
-	f("@compute @workgroup_size(%d)\nfn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {\n", p.T)
-	f("\tlet wg = wid.x + wid.y * nwg.x;\n\tif (wg >= P.wgt) {\n\t\treturn;\n\t}\n\tlet m0 = 0u;\n")
-	f("\tlet lane = li %% %du;\n\tlet row0 = wg * %du + (li / %du) * %du;\n", p.L, p.rows(), p.L, p.R)
-	for r := 0; r < p.R; r++ {
-		f("\tlet rw%d = min(row0 + %du, P.n0 - 1u);\n\tvar a%d = 0.0;\n", r, r, r)
-	}
-	load := func(c int) {
-		for i := 0; i < ipc; i++ {
-			for r := 0; r < p.R; r++ {
-				f("\tlet r%d_%d_%d = w0_raw(rw%d, %du + lane);\n\tlet s%d_%d_%d = w0_sraw(rw%d, %du + lane);\n", c, i, r, r, c*cb+i*p.L, c, i, r, r, c*cb+i*p.L)
-			}
-		}
-	}
-	stage := func(c int) {
-		var st strings.Builder
-		s.stage(&st, "\t", false)
-		f("\t{\n\tlet c = %du;\n%s\t}\n", c, strings.ReplaceAll(st.String(), "lb += 256u", fmt.Sprintf("lb += %du", p.T)))
-	}
-	if p.H {
-		load(0)
-	}
-	for c := 0; c < p.NC; c++ {
-		if c > 0 {
-			f("\tworkgroupBarrier();\n")
-		}
-		stage(c)
-		f("\tworkgroupBarrier();\n")
-		if !p.H {
-			load(c)
-		} else if c+1 < p.NC {
-			load(c + 1)
-		}
-		for i := 0; i < ipc; i++ {
-			f("\t{\n\t\tlet lb = %du + lane;\n\t\tlet o = lb * 8u;\n\t\tlet sw = lb & 7u;\n", i*p.L)
-			for j := 0; j < 8; j++ {
-				f("\t\tlet x%d = xsh[o + (%du ^ sw)];\n", j, j)
-			}
-			f("\t\tlet xs = xbs[lb];\n")
-			for r := 0; r < p.R; r++ {
-				f("\t\ta%d += w0_dotr(r%d_%d_%d, s%d_%d_%d, x0, x1, x2, x3, x4, x5, x6, x7, xs);\n", r, c, i, r, c, i, r)
-			}
-			f("\t}\n")
-		}
-	}
-	for r := 0; r < p.R; r++ {
-		f("\tred[%du + li] = a%d;\n", r*p.T, r)
-	}
-	f("\tworkgroupBarrier();\n\tif (li >= %du) {\n\t\treturn;\n\t}\n", p.rows())
-	f("\tlet grp = li / %du;\n\tlet r = li %% %du;\n\tvar v = 0.0;\n", p.R, p.R)
-	f("\tfor (var l = 0u; l < %du; l++) {\n\t\tv += red[r * %du + grp * %du + ((l + li) & %du)];\n\t}\n", p.L, p.T, p.L, p.L-1)
-	f("\tstore0(wg * %du + li, 0u, v);\n}\n", p.rows())
-	return w.String()
-}
-
-// mvPersist is a persistent candidate: G workgroups stage x once, then
-// walk tiles of rows G apart, loading the next tile's weight words before
-// the arithmetic of this one (so loads and arithmetic overlap within every
-// invocation, instead of all workgroups loading, then all computing).
-type mvPersist struct{ T, L, R, G int }
-
-func (p mvPersist) String() string { return fmt.Sprintf("persist T%d L%d R%d G%d", p.T, p.L, p.R, p.G) }
-
-func (p mvPersist) rows() int { return p.T / p.L * p.R }
-
-func (p mvPersist) fits(k int) bool { kb := k / 32; return kb%p.L == 0 && kb <= 256 }
-
-func (p mvPersist) source(s *mvSpec) string {
-	var w strings.Builder
-	f := func(format string, args ...any) { fmt.Fprintf(&w, format, args...) }
-	s.bindings(&w, true)
-	s.storeFunc(&w, 0)
-	kb := s.K / 32
-	iters, rpw := kb/p.L, p.rows()
-	n := iters * p.R
-	f("const K4: u32 = %du;\nconst KB: u32 = %du;\nconst CB: u32 = KB;\n", s.K/4, kb)
-	f("var<workgroup> red: array<f32, %d>;\n", p.T*p.R)
-	f("var<workgroup> xsh: array<vec4<f32>, %d>;\nvar<workgroup> xbs: array<f32, %d>;\n", kb*8, kb)
-	f("@compute @workgroup_size(%d)\nfn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {\n", p.T)
-	f("\tlet wg = wid.x;\n\tlet m0 = 0u;\n\tlet c = 0u;\n")
-	var st strings.Builder
-	s.stage(&st, "\t", false)
-	f("%s\tworkgroupBarrier();\n", strings.ReplaceAll(st.String(), "lb += 256u", fmt.Sprintf("lb += %du", p.T)))
-	f("\tlet lane = li %% %du;\n\tlet grp = li / %du;\n\tlet ntiles = (P.n0 + %du) / %du;\n", p.L, p.L, rpw-1, rpw)
-	f("\tvar q: array<vec4<u32>, %d>;\n\tvar z: array<u32, %d>;\n", n, n)
-	load := func(tile, qn, zn string) {
-		for r := 0; r < p.R; r++ {
-			f("\t\tlet lr%d = min(%s * %du + grp * %du + %du, P.n0 - 1u);\n", r, tile, rpw, p.R, r)
-		}
-		for i := 0; i < iters; i++ {
-			for r := 0; r < p.R; r++ {
-				f("\t\t%s[%d] = w0_raw(lr%d, %du + lane)[0];\n\t\t%s[%d] = w0_sraw(lr%d, %du + lane);\n", qn, i*p.R+r, r, i*p.L, zn, i*p.R+r, r, i*p.L)
-			}
-		}
-	}
-	f("\tif (wg < ntiles) {\n")
-	load("wg", "q", "z")
-	f("\t}\n")
-	f("\tfor (var t = wg; t < ntiles; t += %du) {\n", p.G)
-	f("\t\tvar q2: array<vec4<u32>, %d>;\n\t\tvar z2: array<u32, %d>;\n\t\tlet nt = t + %du;\n\t\tif (nt < ntiles) {\n", n, n, p.G)
-	load("nt", "q2", "z2")
-	f("\t\t}\n")
-	for r := 0; r < p.R; r++ {
-		f("\t\tvar a%d = 0.0;\n", r)
-	}
-	for i := 0; i < iters; i++ {
-		f("\t\t{\n\t\t\tlet lb = %du + lane;\n\t\t\tlet o = lb * 8u;\n\t\t\tlet sw = lb & 7u;\n", i*p.L)
-		for j := 0; j < 8; j++ {
-			f("\t\t\tlet x%d = xsh[o + (%du ^ sw)];\n", j, j)
-		}
-		f("\t\t\tlet xs = xbs[lb];\n")
-		for r := 0; r < p.R; r++ {
-			f("\t\t\ta%d += w0_dotr(array<vec4<u32>, 1>(q[%d]), z[%d], x0, x1, x2, x3, x4, x5, x6, x7, xs);\n", r, i*p.R+r, i*p.R+r)
-		}
-		f("\t\t}\n")
-	}
-	for r := 0; r < p.R; r++ {
-		f("\t\tred[%du + li] = a%d;\n", r*p.T, r)
-	}
-	f("\t\tworkgroupBarrier();\n\t\tif (li < %du) {\n", rpw)
-	f("\t\t\tlet g = li / %du;\n\t\t\tlet r = li %% %du;\n\t\t\tvar v = 0.0;\n", p.R, p.R)
-	f("\t\t\tfor (var l = 0u; l < %du; l++) {\n\t\t\t\tv += red[r * %du + g * %du + ((l + li) & %du)];\n\t\t\t}\n", p.L, p.T, p.L, p.L-1)
-	f("\t\t\tstore0(t * %du + li, 0u, v);\n\t\t}\n\t\tworkgroupBarrier();\n", rpw)
-	f("\t\tq = q2;\n\t\tz = z2;\n\t}\n}\n")
-	return w.String()
-}
-
-var mvPersists = flag.String("gpustream.persist", "", "persistent matvec candidates BenchmarkMatVecProto runs, as T.L.R.G, comma-separated")
