@@ -396,7 +396,13 @@ func (c *compiler) attention(i int) error {
 	for tp < min(d/4, 128) {
 		tp *= 2
 	}
-	data := map[string]any{"D": d, "TP": tp, "KG": 128 / tp, "DU4": (d/4 + tp - 1) / tp, "UK": 4, "Split": split}
+	// SK: vec4s of a key row loaded together when scoring (four running
+	// sums), the largest of 8, 4, 2, 1 that divides the row
+	sk := 8
+	for (d/4)%sk != 0 {
+		sk /= 2
+	}
+	data := map[string]any{"D": d, "TP": tp, "KG": 128 / tp, "DU4": (d/4 + tp - 1) / tp, "UK": 4, "SK": sk, "Split": split}
 	partBytes := uint64(maxSplits*nq*hq*(d+2)) * 4
 	// the partial results are a value of their own, written by the
 	// attention kernel and read by the combine kernel

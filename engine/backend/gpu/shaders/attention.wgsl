@@ -6,7 +6,8 @@
 // TP invocations, each group taking every KG-th key of the tile and each
 // invocation DU4 vec4 columns of it, UK keys per iteration with their
 // loads issued together; the groups are added in workgroup memory at the
-// end.
+// end. A key's score loads SK vec4s of its row at a time and sums them in
+// four lanes (one chain per lane instead of one for the whole row).
 struct Params {
 	nq: u32, hq: u32, hkv: u32, qpos: u32,
 	keylen: u32, window: u32, ring: u32, bidir: u32,
@@ -115,10 +116,12 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 		var score = NONE;
 		if (p < b) {
 			let kb = (keyRow(p) * P.hkv + kvh) * D4;
-			var d = 0.0;
-			for (var j = 0u; j < D4; j++) {
-				d += dot(qs[j], Kc[kb + j]);
-			}
+			var d4s = vec4<f32>(0.0);
+			for (var j = 0u; j < D4; j += {{.SK}}u) {
+{{range $k := seq .SK}}				let k{{$k}} = Kc[kb + j + {{$k}}u];
+{{end}}{{range $k := seq .SK}}				d4s += qs[j + {{$k}}u] * k{{$k}};
+{{end}}			}
+			var d = (d4s.x + d4s.y) + (d4s.z + d4s.w);
 			d = d * P.scale;
 			if (P.softcap > 0.0) {
 				d = P.softcap * tanh1(d / P.softcap);
