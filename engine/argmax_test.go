@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"hearth/engine"
@@ -146,7 +147,26 @@ func decode(t *testing.T, m *engine.Model, prompt []int32, steps int, next func(
 // logprobs (the backend picks each token) and with them (the logits come
 // back and the host picks): the answers must be the same text.
 func TestGreedyRequestPathsAgree(t *testing.T) {
-	r := openTiny(t, engine.RunnerOptions{})
+	for _, backend := range []string{"cpu", "gpu"} {
+		t.Run(backend, func(t *testing.T) { greedyRequestPathsAgree(t, backend) })
+	}
+}
+
+// greedyRequestPathsAgree: on the gpu backend the device-picked path runs
+// one step ahead (Sequence.Greedy) and stops at an end of sequence it could
+// not foresee.
+func greedyRequestPathsAgree(t *testing.T, backend string) {
+	if _, set := os.LookupEnv("LP_NUM_THREADS"); backend == "gpu" && !set {
+		t.Setenv("LP_NUM_THREADS", "0") // lavapipe's worker threads (docs/design/gpu.md)
+	}
+	r, err := engine.Open(filepath.Join(testmodels.Root(), "chat-tiny"), engine.RunnerOptions{Options: engine.Options{Backend: backend}})
+	if backend == "gpu" && err != nil {
+		testenv.Need(t, "a gpu backend ("+err.Error()+")", false)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
 	device, ud, _ := collect(t, r, engine.Request{Messages: hello, MaxTokens: 20})
 	host, uh, deltas := collect(t, r, engine.Request{Messages: hello, MaxTokens: 20, Logprobs: true})
 	if device != host || ud.CompletionTokens != uh.CompletionTokens || ud.FinishReason != uh.FinishReason {
@@ -159,5 +179,18 @@ func TestGreedyRequestPathsAgree(t *testing.T) {
 	}
 	if n != uh.CompletionTokens {
 		t.Fatalf("the host path gave %d logprobs for %d tokens", n, uh.CompletionTokens)
+	}
+	// a stop string ends the decode with a step queued past it; the next
+	// request on the same runner is unaffected
+	if len(device) < 8 {
+		t.Fatalf("answer %q too short to stop inside", device)
+	}
+	stop := device[4:8]
+	got, u, _ := collect(t, r, engine.Request{Messages: hello, MaxTokens: 20, Stop: []string{stop}})
+	if want := device[:strings.Index(device, stop)]; got != want || u.FinishReason != "stop" {
+		t.Fatalf("with stop %q: %q (%s), want %q (stop)", stop, got, u.FinishReason, want)
+	}
+	if again, _, _ := collect(t, r, engine.Request{Messages: hello, MaxTokens: 20}); again != device {
+		t.Fatalf("the same request again gave %q, first %q", again, device)
 	}
 }
