@@ -77,69 +77,103 @@ func (b *Backend) ReadBandwidth(size int64, passes int) ([]float64, error) {
 	}
 	n := (per/16 + wg*u - 1) / (wg * u)
 	grid := grid1(int(n), 1)
-	var qs *wgpu.QuerySet
-	var res, read *wgpu.Buffer
-	if b.timestamps {
-		if qs, err = b.dev.CreateQuerySet(&wgpu.QuerySetDescriptor{Label: "bandwidth", Type: wgpu.QueryTypeTimestamp, Count: 2}); err != nil {
-			return nil, fmt.Errorf("gpu: read bandwidth: %w", err)
-		}
-		defer qs.Release()
-		if res, err = b.dev.CreateBuffer(&wgpu.BufferDescriptor{Size: 16, Usage: wgpu.BufferUsageQueryResolve | wgpu.BufferUsageCopySrc}); err != nil {
-			return nil, err
-		}
-		defer dropBuffer(res)
-		if read, err = b.dev.CreateBuffer(&wgpu.BufferDescriptor{Size: 16, Usage: wgpu.BufferUsageMapRead | wgpu.BufferUsageCopyDst}); err != nil {
-			return nil, err
-		}
-		defer dropBuffer(read)
+	timer, err := b.newPassTimer()
+	if err != nil {
+		return nil, fmt.Errorf("gpu: read bandwidth: %w", err)
 	}
+	defer timer.release()
 	var rates []float64
 	for p := -1; p < passes; p++ {
-		enc, err := b.dev.CreateCommandEncoder(nil)
-		if err != nil {
-			return nil, err
-		}
-		if qs != nil {
-			enc.WriteTimestamp(qs, 0)
-		}
-		pass := enc.BeginComputePass(nil)
-		pass.SetPipeline(pipe)
-		for _, g := range groups {
-			pass.SetBindGroup(0, g, nil)
-			pass.DispatchWorkgroups(grid[0], grid[1], grid[2])
-		}
-		err = pass.End()
-		pass.Release()
-		if err == nil && qs != nil {
-			enc.WriteTimestamp(qs, 1)
-			enc.ResolveQuerySet(qs, 0, 2, res, 0)
-			err = enc.CopyBufferToBuffer(res, 0, read, 0, 16)
-		}
-		var cmd *wgpu.CommandBuffer
-		if err == nil {
-			cmd, err = enc.Finish(nil)
-		}
-		enc.Release()
+		d, err := timer.run(b, pipe, groups, grid)
 		if err != nil {
 			return nil, fmt.Errorf("gpu: read bandwidth: %w", err)
-		}
-		t0 := time.Now()
-		b.queue.Submit(cmd)
-		cmd.Release()
-		var d time.Duration
-		if qs != nil {
-			raw := make([]byte, 16)
-			if err := b.mapBytes(read, 0, raw); err != nil {
-				return nil, err
-			}
-			d = time.Duration(binary.LittleEndian.Uint64(raw[8:]) - binary.LittleEndian.Uint64(raw))
-		} else {
-			b.dev.Poll(true, nil)
-			d = time.Since(t0)
 		}
 		if p >= 0 && d > 0 {
 			rates = append(rates, float64(per)*float64(len(groups))/d.Seconds())
 		}
 	}
 	return rates, nil
+}
+
+// passTimer times one compute pass of dispatches: between two timestamps
+// where the adapter has them, else by the wall clock of its submission.
+type passTimer struct {
+	qs        *wgpu.QuerySet
+	res, read *wgpu.Buffer
+}
+
+func (b *Backend) newPassTimer() (*passTimer, error) {
+	t := &passTimer{}
+	if !b.timestamps {
+		return t, nil
+	}
+	var err error
+	if t.qs, err = b.dev.CreateQuerySet(&wgpu.QuerySetDescriptor{Label: "pass timer", Type: wgpu.QueryTypeTimestamp, Count: 2}); err == nil {
+		if t.res, err = b.dev.CreateBuffer(&wgpu.BufferDescriptor{Size: 16, Usage: wgpu.BufferUsageQueryResolve | wgpu.BufferUsageCopySrc}); err == nil {
+			t.read, err = b.dev.CreateBuffer(&wgpu.BufferDescriptor{Size: 16, Usage: wgpu.BufferUsageMapRead | wgpu.BufferUsageCopyDst})
+		}
+	}
+	if err != nil {
+		t.release()
+		return nil, err
+	}
+	return t, nil
+}
+
+func (t *passTimer) release() {
+	if t.qs != nil {
+		t.qs.Release()
+	}
+	dropBuffer(t.res)
+	dropBuffer(t.read)
+	*t = passTimer{}
+}
+
+// run dispatches pipe once per bind group, grid workgroups each, in one
+// pass, and waits for it.
+func (t *passTimer) run(b *Backend, pipe *wgpu.ComputePipeline, groups []*wgpu.BindGroup, grid [3]uint32) (time.Duration, error) {
+	enc, err := b.dev.CreateCommandEncoder(nil)
+	if err != nil {
+		return 0, err
+	}
+	defer enc.Release()
+	if t.qs != nil {
+		enc.WriteTimestamp(t.qs, 0)
+	}
+	pass := enc.BeginComputePass(nil)
+	pass.SetPipeline(pipe)
+	for _, g := range groups {
+		pass.SetBindGroup(0, g, nil)
+		pass.DispatchWorkgroups(grid[0], grid[1], grid[2])
+	}
+	err = pass.End()
+	pass.Release()
+	if err == nil && t.qs != nil {
+		enc.WriteTimestamp(t.qs, 1)
+		enc.ResolveQuerySet(t.qs, 0, 2, t.res, 0)
+		err = enc.CopyBufferToBuffer(t.res, 0, t.read, 0, 16)
+	}
+	var cmd *wgpu.CommandBuffer
+	if err == nil {
+		cmd, err = enc.Finish(nil)
+	}
+	if err != nil {
+		return 0, err
+	}
+	t0 := time.Now()
+	sub := b.queue.Submit(cmd)
+	cmd.Release()
+	if t.qs == nil {
+		b.dev.Poll(true, &wgpu.WrappedSubmissionIndex{Queue: b.queue, SubmissionIndex: sub})
+		return time.Since(t0), nil
+	}
+	raw := make([]byte, 16)
+	if err := b.mapBytes(t.read, 0, raw); err != nil {
+		return 0, err
+	}
+	t0s, t1s := binary.LittleEndian.Uint64(raw), binary.LittleEndian.Uint64(raw[8:])
+	if t1s < t0s {
+		return 0, nil
+	}
+	return time.Duration(t1s - t0s), nil
 }
