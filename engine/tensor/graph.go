@@ -75,8 +75,8 @@ type Pipeliner interface {
 
 // Pending is a started run whose outputs have not been read.
 type Pending interface {
-	// Read waits for the run and copies output t to dst. It fails once
-	// two more runs have started since, and after the backend's own Read.
+	// Read waits for the run (and not for runs started after it) and
+	// copies output t to dst. It fails once two more runs have started.
 	Read(t T, dst []float32) error
 }
 

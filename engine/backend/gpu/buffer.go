@@ -262,7 +262,7 @@ func (b *Backend) Free(t tensor.T) {
 		if p.uses[buf.serial] {
 			p.release()
 			delete(b.plans, key)
-			if b.last == p {
+			if b.last != nil && b.last.pl == p {
 				b.last = nil
 			}
 		}
@@ -283,11 +283,8 @@ func (b *Backend) Shape(t tensor.T) []int {
 // Only the bytes of that tensor are mapped.
 func (b *Backend) Read(t tensor.T, dst []float32) error {
 	if b.last != nil {
-		if r, ok := b.last.readback[t]; ok {
-			if len(dst) != r.elems {
-				return fmt.Errorf("read: dst has %d elements, tensor has %d", len(dst), r.elems)
-			}
-			return b.mapRead(b.pool.readback[b.pool.lastPar], r.off, dst, b.pool.lastSub)
+		if _, ok := b.last.pl.readback[t]; ok {
+			return b.last.Read(t, dst)
 		}
 	}
 	buf := b.buf(t)

@@ -98,7 +98,7 @@ type Backend struct {
 	clock   uint64 // plan use counter, for evicting the least recently used
 
 	pool       pool      // node results, the inputs buffer, params, readback
-	last       *plan     // plan of the last Run, whose outputs Read serves
+	last       *pending  // the last Run, whose outputs Read serves
 	stamp      *profiler // nil unless SetProfile(true)
 	timestamps bool      // the device has timestamp queries
 	skip       fusion    // fusions turned off (tests isolate one at a time)

@@ -27,11 +27,9 @@ type pool struct {
 	readback [2]*wgpu.Buffer
 	rbSize   [2]uint64
 	rbGen    [2]uint64
-	par      int                  // readback buffer of the next run
-	runs     uint64               // runs started
-	lastPar  int                  // readback buffer of the last run
-	lastSub  wgpu.SubmissionIndex // submission of the last run
-	stage    *wgpu.Buffer         // reads of persistent buffers
+	par      int          // readback buffer of the next run
+	runs     uint64       // runs started
+	stage    *wgpu.Buffer // reads of persistent buffers
 	stSize   uint64
 }
 
@@ -267,10 +265,10 @@ func (b *Backend) start(ctx context.Context, g *tensor.Graph, outs []tensor.T) (
 		return nil, fmt.Errorf("gpu: %w", err)
 	}
 	b.pool.runs++
-	b.pool.par, b.pool.lastPar, b.pool.lastSub = par^1, par, sub
-	b.last = pl
+	b.pool.par = par ^ 1
+	b.last = &pending{b: b, pl: pl, par: par, run: b.pool.runs, gen: b.pool.rbGen[par], sub: sub}
 	b.times.Plan, b.times.Upload = t1.Sub(t0), t2.Sub(t1)
-	return &pending{b: b, pl: pl, par: par, run: b.pool.runs, gen: b.pool.rbGen[par], sub: sub}, nil
+	return b.last, nil
 }
 
 // RunTimes is where the host time of the last Run went.
@@ -293,7 +291,7 @@ func (b *Backend) evict() {
 		}
 	}
 	b.plans[oldest].release()
-	if b.last == b.plans[oldest] {
+	if b.last != nil && b.last.pl == b.plans[oldest] {
 		b.last = nil
 	}
 	delete(b.plans, oldest)
