@@ -1,9 +1,12 @@
 package gpu
 
 import (
+	"context"
+	"strings"
 	"sync"
 	"testing"
 
+	"hearth/engine/tensor"
 	"hearth/engine/tensor/tensortest"
 	"hearth/internal/testenv"
 )
@@ -61,5 +64,40 @@ func TestReadBandwidth(t *testing.T) {
 	}
 	if _, err := b.ReadBandwidth(0, 1); err == nil {
 		t.Error("a size of 0 was accepted")
+	}
+}
+
+// TestPending starts runs one after another and reads each one's output
+// after the next has started, as greedy decoding one step ahead does; a
+// run's outputs are gone once two more have started.
+func TestPending(t *testing.T) {
+	b := newBackend(t, Options{})
+	ctx := context.Background()
+	start := func(v float32) (tensor.Pending, tensor.T) {
+		g := tensor.NewGraph(b)
+		y := g.Scale(g.Input([]float32{v, v + 1, v + 2}, 3), 2)
+		p, err := b.Start(ctx, g, y)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p, y
+	}
+	p0, y0 := start(1)
+	for i := 1; i < 6; i++ {
+		p1, y1 := start(float32(10 * i))
+		got := make([]float32, 3)
+		if err := p0.Read(y0, got); err != nil {
+			t.Fatalf("run %d read after the next started: %v", i-1, err)
+		}
+		if base := float32(10 * (i - 1)); i > 1 && got[0] != 2*base || i == 1 && got[0] != 2 {
+			t.Fatalf("run %d read %v", i-1, got)
+		}
+		p0, y0 = p1, y1
+	}
+	old, oy := p0, y0
+	start(100)
+	start(200)
+	if err := old.Read(oy, make([]float32, 3)); err == nil || !strings.Contains(err.Error(), "overwritten") {
+		t.Fatalf("a run two runs old read: %v", err)
 	}
 }
