@@ -59,10 +59,11 @@ func TestDeviceArgmaxMatchesHost(t *testing.T) {
 }
 
 // checkGreedy decodes with Sequence.Greedy (on the gpu backend one step
-// ahead of the reads, fed on the device) and wants want's tokens; then it
-// stops after a few tokens with a step queued past them, closes, and checks
-// that the sequence holds exactly the prompt and the tokens fed, by
-// decoding on from there with ForwardArgmax.
+// ahead of the reads, fed on the device) and wants want's tokens, and Next
+// to fail after Next(false) and after Close; then it closes before reading
+// any token, and stops after a few tokens with a step queued past them, and
+// checks each time that the sequence holds exactly the prompt and the
+// tokens fed, by decoding on from there with ForwardArgmax.
 func checkGreedy(t *testing.T, m *engine.Model, prompt, want []int32) {
 	t.Helper()
 	ctx := context.Background()
@@ -90,6 +91,26 @@ func checkGreedy(t *testing.T, m *engine.Model, prompt, want []int32) {
 	gr.Close()
 	if got := s.Len(); got != len(prompt)+len(want)-1 {
 		t.Fatalf("after a full decode the sequence holds %d tokens, want %d", got, len(prompt)+len(want)-1)
+	}
+	if _, err := gr.Next(true); err == nil {
+		t.Error("Next after Close did not fail")
+	}
+
+	// closed before any token is read: the prompt stays, whole
+	s1, err := m.NewSequence(len(prompt) + 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s1.Close()
+	if gr, err = s1.Greedy(ctx, prompt); err != nil {
+		t.Fatal(err)
+	}
+	gr.Close()
+	if got := s1.Len(); got != len(prompt) {
+		t.Fatalf("closed unread, the sequence holds %d tokens, want the prompt's %d", got, len(prompt))
+	}
+	if id, err := s1.ForwardArgmax(ctx, want[:1]); err != nil || id != want[1] {
+		t.Fatalf("decoding on after an unread Close: %d, %v (want %d)", id, err, want[1])
 	}
 
 	const k = 5 // stop early, as at an end of sequence, with a step queued

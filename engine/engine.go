@@ -260,9 +260,10 @@ func (m *Model) ReadBandwidth(size int64, passes int) (rates []float64, ok bool,
 	return rates, true, err
 }
 
-// ProfileDecode runs one greedy decode step after ctxTokens tokens with the
-// backend timing each kernel on its own (tensor.Profiler), and returns
-// where the step's device time went.
+// ProfileDecode runs one greedy decode step with the backend timing each
+// kernel on its own (tensor.Profiler), after a prompt of ctxTokens tokens
+// and one untimed step (ctxTokens+1 tokens held), and returns where the
+// step's device time went.
 func (m *Model) ProfileDecode(ctx context.Context, ctxTokens int) ([]tensor.KernelTime, error) {
 	p, ok := m.backend.(tensor.Profiler)
 	if !ok {

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"hearth/engine/family"
 	"hearth/engine/tensor"
@@ -30,8 +31,9 @@ type Greedy struct {
 }
 
 type queued struct {
-	run tensor.Pending
-	out tensor.T
+	run  tensor.Pending
+	out  tensor.T
+	keep int // the sequence's length once this step is dropped unread
 }
 
 // Greedy starts a greedy decode after prompt: it runs (or queues) the
@@ -53,10 +55,11 @@ func (s *Sequence) Greedy(ctx context.Context, prompt []int32) (*Greedy, error) 
 	}
 	gr.pipe, gr.tok = p, tok
 	start := s.Len()
-	// every chunk but the last runs as usual; the last picks the token
+	// every chunk but the last runs at once (4 bytes come back); the last
+	// is queued and picks the token
 	last := len(prompt) - (len(prompt)-1)%s.m.chunk - 1
 	if last > 0 {
-		if _, err := s.forward(ctx, prompt[:last], false, false); err != nil {
+		if _, err := s.ForwardArgmax(ctx, prompt[:last]); err != nil {
 			s.m.backend.Free(tok)
 			return nil, err
 		}
@@ -66,6 +69,7 @@ func (s *Sequence) Greedy(ctx context.Context, prompt []int32) (*Greedy, error) 
 		s.m.backend.Free(tok)
 		return nil, err
 	}
+	gr.queue[0].keep = s.Len() // the prompt stays, read or not
 	return gr, nil
 }
 
@@ -77,7 +81,7 @@ func (gr *Greedy) start(tokens []int32, ids tensor.T) error {
 		return errors.New("greedy: no tokens")
 	}
 	if s.Len()+len(tokens) > s.cap {
-		return errors.New("greedy: the context is full")
+		return fmt.Errorf("greedy: %d tokens held + %d new exceed the context of %d", s.Len(), len(tokens), s.cap)
 	}
 	g := tensor.NewGraph(s.m.backend)
 	before := s.Len()
@@ -87,7 +91,7 @@ func (gr *Greedy) start(tokens []int32, ids tensor.T) error {
 		g.Store(gr.tok, best, 0)
 		var run tensor.Pending
 		if run, err = gr.pipe.Start(gr.ctx, g, best); err == nil {
-			gr.queue = append(gr.queue, queued{run: run, out: best})
+			gr.queue = append(gr.queue, queued{run: run, out: best, keep: before})
 			return nil
 		}
 	}
@@ -126,21 +130,29 @@ func (gr *Greedy) Next(more bool) (int32, error) {
 		}
 	}
 	q := gr.queue[0]
-	gr.queue = gr.queue[1:]
 	var v [1]float32
 	if gr.err = q.run.Read(q.out, v[:]); gr.err != nil {
-		return 0, gr.err
+		return 0, gr.err // q stays queued: Close drops it
 	}
+	gr.queue = gr.queue[1:]
 	return int32(v[0]), nil
 }
 
-var errDone = errors.New("greedy: Next after Next(false)")
+var (
+	errDone   = errors.New("greedy: Next after Next(false)")
+	errClosed = errors.New("greedy: Next after Close")
+)
 
 // Close waits for the steps queued past the last token read, drops them
-// from the sequence (their tokens were never returned) and frees the
-// device buffer. The sequence then holds the prompt and every token Next
-// returned but the last, as after a ForwardArgmax loop.
+// from the sequence (their tokens were never returned; a decode step whose
+// read failed is dropped too, the prompt stays) and frees the device
+// buffer. The sequence then holds the prompt and every token Next returned
+// but the last, as after a ForwardArgmax loop, also after an error. Next
+// fails after Close.
 func (gr *Greedy) Close() {
+	if gr.err == nil || gr.err == errDone {
+		gr.err = errClosed
+	}
 	if gr.pipe == nil {
 		return
 	}
@@ -148,7 +160,9 @@ func (gr *Greedy) Close() {
 		var v [1]float32
 		_ = q.run.Read(q.out, v[:]) // only waits: its token is dropped
 	}
-	gr.s.Trim(len(gr.queue))
+	if len(gr.queue) > 0 {
+		gr.s.Trim(gr.s.Len() - gr.queue[0].keep)
+	}
 	gr.queue = nil
 	gr.s.m.backend.Free(gr.tok)
 	gr.pipe = nil

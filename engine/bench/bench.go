@@ -302,9 +302,10 @@ func (r *Report) measure(ctx context.Context, dir string, opt Options, rss *rssS
 	r.DecodeFractionOfBound = median(r.Samples.DecodeFraction)
 	if opt.Profile {
 		// one step at the decode runs' middle context
-		r.ProfileContext = 1 + opt.Decode/2
+		prompt := max(1, opt.Decode/2)
+		r.ProfileContext = prompt + 1
 		opt.logf("profiling a decode step at context %d", r.ProfileContext)
-		if r.DecodeProfile, err = m.ProfileDecode(ctx, r.ProfileContext); err != nil {
+		if r.DecodeProfile, err = m.ProfileDecode(ctx, prompt); err != nil {
 			return fmt.Errorf("profile: %w", err)
 		}
 	}
@@ -345,7 +346,7 @@ func prefill(ctx context.Context, m *engine.Model, vocab, n int) (time.Duration,
 // so the backend picks each step's token, the logits are not read back,
 // and a backend that queues work runs one step ahead of the reads.
 func decode(ctx context.Context, m *engine.Model, vocab, n int) (time.Duration, error) {
-	seq, err := m.NewSequence(n + 2)
+	seq, err := m.NewSequence(n + 1)
 	if err != nil {
 		return 0, err
 	}

@@ -42,12 +42,7 @@ func cases() []opCase {
 		x := c.randn(4 * 37)
 		var want []float64
 		for r := 0; r < 4; r++ {
-			id := 0
-			for j := range 37 {
-				if x[r*37+j] > x[r*37+id] {
-					id = j
-				}
-			}
+			id := int(argmaxRef(widen(x[r*37 : (r+1)*37])))
 			want = append(want, ref[id*24:(id+1)*24]...)
 		}
 		return g.Embed(table, g.Reshape(g.Argmax(g.Input(x, 4, 37)), 4)), want
