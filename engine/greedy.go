@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"hearth/engine/family"
 	"hearth/engine/tensor"
@@ -28,6 +29,17 @@ type Greedy struct {
 	next  int32            // without pipe: the last token picked
 	ran   bool             // without pipe: next was returned
 	err   error
+	times HostTimes
+}
+
+// HostTimes is where the host's time went in Next, with a backend that
+// runs ahead: building and queueing steps (the work that overlaps the
+// device, as long as it takes less than a step's device time), and waiting
+// for tokens.
+type HostTimes struct {
+	Steps int           // steps queued by Next
+	Queue time.Duration // recording the steps' graphs and starting them
+	Wait  time.Duration // reading tokens: the device's time not overlapped
 }
 
 type queued struct {
@@ -124,19 +136,28 @@ func (gr *Greedy) Next(more bool) (int32, error) {
 	if len(gr.queue) == 0 {
 		return 0, errDone
 	}
+	t0 := time.Now()
 	if more {
 		if gr.err = gr.start(make([]int32, 1), gr.tok); gr.err != nil {
 			return 0, gr.err
 		}
+		gr.times.Steps++
 	}
+	t1 := time.Now()
 	q := gr.queue[0]
 	var v [1]float32
 	if gr.err = q.run.Read(q.out, v[:]); gr.err != nil {
 		return 0, gr.err // q stays queued: Close drops it
 	}
 	gr.queue = gr.queue[1:]
+	gr.times.Queue += t1.Sub(t0)
+	gr.times.Wait += time.Since(t1)
 	return int32(v[0]), nil
 }
+
+// HostTimes reports where Next's time went so far (zero where the backend
+// does not run ahead: there a step's time is all the backend's Run).
+func (gr *Greedy) HostTimes() HostTimes { return gr.times }
 
 var (
 	errDone   = errors.New("greedy: Next after Next(false)")

@@ -256,7 +256,7 @@ func (r *Report) measure(ctx context.Context, dir string, opt Options, rss *rssS
 	}
 	vocab := m.Config.VocabSize
 	// Warm-up: every weight read once (pages in, caches and plans made).
-	if _, err := decode(ctx, m, vocab, 8); err != nil {
+	if _, _, err := decode(ctx, m, vocab, 8); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
 	for _, p := range opt.Prompts {
@@ -284,11 +284,15 @@ func (r *Report) measure(ctx context.Context, dir string, opt Options, rss *rssS
 	}
 	for i := 0; i < opt.Repeats; i++ {
 		opt.logf("decode %d tokens (%d/%d)", opt.Decode, i+1, opt.Repeats)
-		d, err := decode(ctx, m, vocab, opt.Decode)
+		d, host, err := decode(ctx, m, vocab, opt.Decode)
 		if err != nil {
 			return fmt.Errorf("decode: %w", err)
 		}
 		tokS := float64(opt.Decode) / d.Seconds()
+		if host.Steps > 0 {
+			r.Samples.HostQueueUs = append(r.Samples.HostQueueUs, float64(host.Queue.Microseconds())/float64(opt.Decode))
+			r.Samples.HostWaitUs = append(r.Samples.HostWaitUs, float64(host.Wait.Microseconds())/float64(opt.Decode))
+		}
 		after, err := r.bandwidth(m, opt, rss)
 		if err != nil {
 			return err
@@ -299,6 +303,9 @@ func (r *Report) measure(ctx context.Context, dir string, opt Options, rss *rssS
 		bw = after
 	}
 	r.DecodeTokS = median(r.Samples.DecodeTokS)
+	if len(r.Samples.HostQueueUs) > 0 {
+		r.HostQueueUs, r.HostWaitUs = median(r.Samples.HostQueueUs), median(r.Samples.HostWaitUs)
+	}
 	r.DecodeFractionOfBound = median(r.Samples.DecodeFraction)
 	if opt.Profile {
 		// one step at the decode runs' middle context
@@ -345,27 +352,29 @@ func prefill(ctx context.Context, m *engine.Model, vocab, n int) (time.Duration,
 // engine's runner decodes greedily (engine/generate.go): Sequence.Greedy,
 // so the backend picks each step's token, the logits are not read back,
 // and a backend that queues work runs one step ahead of the reads.
-func decode(ctx context.Context, m *engine.Model, vocab, n int) (time.Duration, error) {
+func decode(ctx context.Context, m *engine.Model, vocab, n int) (time.Duration, engine.HostTimes, error) {
 	seq, err := m.NewSequence(n + 1)
 	if err != nil {
-		return 0, err
+		return 0, engine.HostTimes{}, err
 	}
 	defer seq.Close()
 	gr, err := seq.Greedy(ctx, prompt(1, vocab))
 	if err != nil {
-		return 0, err
+		return 0, engine.HostTimes{}, err
 	}
 	defer gr.Close()
 	if _, err := gr.Next(true); err != nil {
-		return 0, err
+		return 0, engine.HostTimes{}, err
 	}
+	before := gr.HostTimes()
 	start := time.Now()
 	for i := 0; i < n; i++ {
 		if _, err = gr.Next(i+1 < n); err != nil {
-			return 0, err
+			return 0, engine.HostTimes{}, err
 		}
 	}
-	return time.Since(start), nil
+	d, after := time.Since(start), gr.HostTimes()
+	return d, engine.HostTimes{Steps: after.Steps - before.Steps, Queue: after.Queue - before.Queue, Wait: after.Wait - before.Wait}, nil
 }
 
 func kernelSets() []string { return cpu.KernelSets() }

@@ -122,6 +122,9 @@ func TestRun(t *testing.T) {
 	if got := rep.DecodeFractionOfBound; got <= 0 {
 		t.Errorf("decode fraction of bound = %v", got)
 	}
+	if rep.HostQueueUs != 0 {
+		t.Errorf("the cpu backend runs no step ahead, yet host queue time %v µs", rep.HostQueueUs)
+	}
 }
 
 func TestRunErrors(t *testing.T) {
@@ -196,7 +199,10 @@ func TestRunGPU(t *testing.T) {
 			t.Errorf("profile %v lacks a timed %s kernel", rep.DecodeProfile, want)
 		}
 	}
-	if !strings.Contains(out.String(), "device kernels") || !strings.Contains(out.String(), "profile    one decode step") {
+	if rep.HostQueueUs <= 0 || rep.HostWaitUs <= 0 || len(rep.Samples.HostQueueUs) != 1 {
+		t.Errorf("host per token: queue %v µs, wait %v µs, samples %v: want the step-ahead split", rep.HostQueueUs, rep.HostWaitUs, rep.Samples.HostQueueUs)
+	}
+	if !strings.Contains(out.String(), "device kernels") || !strings.Contains(out.String(), "profile    one decode step") || !strings.Contains(out.String(), "host       per token") {
 		t.Errorf("table:\n%s", out.String())
 	}
 	opt.Engine.Backend = "cpu"

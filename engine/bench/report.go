@@ -49,6 +49,12 @@ type Report struct {
 	// rate over the bound measured around it (Samples.DecodeFraction).
 	DecodeFractionOfBound float64 `json:"decode_fraction_of_bound"`
 	PeakRSSBytes          int64   `json:"peak_rss_bytes"`
+	// HostQueueUs and HostWaitUs split the host's time per decoded token
+	// when the backend runs a step ahead (engine.HostTimes): recording and
+	// queueing the next step, which overlaps the device while it is
+	// shorter than a step, and waiting for the token.
+	HostQueueUs float64 `json:"host_queue_us_per_token,omitempty"`
+	HostWaitUs  float64 `json:"host_wait_us_per_token,omitempty"`
 	// DecodeProfile is one decode step at ProfileContext tokens, every
 	// kernel timed on its own (Options.Profile).
 	DecodeProfile  []tensor.KernelTime `json:"decode_profile,omitempty"`
@@ -61,6 +67,8 @@ type Report struct {
 		// DecodeFraction is each decode run's rate over the bound from
 		// the bandwidth measured just before and after it.
 		DecodeFraction []float64 `json:"decode_fraction_of_bound"`
+		HostQueueUs    []float64 `json:"host_queue_us_per_token,omitempty"`
+		HostWaitUs     []float64 `json:"host_wait_us_per_token,omitempty"`
 	} `json:"samples"`
 }
 
@@ -153,6 +161,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "decode     %.2f tok/s over %d tokens, %.0f%% of the bandwidth bound (each run against the bandwidth measured around it)\n", r.DecodeTokS, r.Decode, 100*r.DecodeFractionOfBound)
+	if r.HostQueueUs > 0 {
+		fmt.Fprintf(w, "host       per token: %.0f µs recording and queueing the next step (overlaps the device), %.0f µs waiting for the token\n", r.HostQueueUs, r.HostWaitUs)
+	}
 	if len(r.DecodeProfile) > 0 {
 		var total time.Duration
 		for _, k := range r.DecodeProfile {
