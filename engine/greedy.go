@@ -86,7 +86,7 @@ func (s *Sequence) Greedy(ctx context.Context, prompt []int32) (*Greedy, error) 
 }
 
 // start queues one pass over tokens (or, with ids set, over the token on
-// the device) that stores its greedy token in g.tok.
+// the device) that stores its greedy token in gr.tok.
 func (gr *Greedy) start(tokens []int32, ids tensor.T) error {
 	s := gr.s
 	if len(tokens) == 0 {
