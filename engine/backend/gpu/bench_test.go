@@ -140,7 +140,7 @@ func BenchmarkLlama(b *testing.B) {
 			shapes := []gpu.MatVecShape{{}}
 			if *benchShapes != "" {
 				for _, f := range strings.Split(*benchShapes, ",") {
-					sh, err := parseShape(f)
+					sh, err := gpu.ParseMatVecShape(f)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -168,28 +168,6 @@ func BenchmarkLlama(b *testing.B) {
 			}
 		})
 	}
-}
-
-// parseShape reads a -gpubench.shapes entry: cRxT (column kernel: rows
-// per workgroup x most threads), RxL (row kernel: rows x lanes) or RxLbB
-// (row kernel with load batch B).
-func parseShape(f string) (gpu.MatVecShape, error) {
-	var sh gpu.MatVecShape
-	var rest string
-	// Sscanf ignores what follows its format: %s takes it, and
-	// n == 3 (or 4) means input was left over
-	if n, _ := fmt.Sscanf(f, "c%dx%d%s", &sh.Cols, &sh.Threads, &rest); n == 2 {
-		return sh, nil
-	}
-	sh = gpu.MatVecShape{}
-	if n, _ := fmt.Sscanf(f, "%dx%db%d%s", &sh.Rows, &sh.Lanes, &sh.Batch, &rest); n == 3 {
-		return sh, nil
-	}
-	sh = gpu.MatVecShape{}
-	if n, _ := fmt.Sscanf(f, "%dx%d%s", &sh.Rows, &sh.Lanes, &rest); n == 2 {
-		return sh, nil
-	}
-	return gpu.MatVecShape{}, fmt.Errorf("-gpubench.shapes entry %q: want RxL, RxLbB or cRxT", f)
 }
 
 func benchPrefill(b *testing.B, bn *bench, n int) {
@@ -362,17 +340,17 @@ func (s *seq) graph(tokens []int32) (*tensor.Graph, tensor.T, error) {
 	return g, l, err
 }
 
-func TestParseShape(t *testing.T) {
+func TestParseMatVecShape(t *testing.T) {
 	for f, want := range map[string]gpu.MatVecShape{
 		"2x16": {Rows: 2, Lanes: 16}, "4x16b2": {Rows: 4, Lanes: 16, Batch: 2}, "c8x256": {Cols: 8, Threads: 256},
 	} {
-		if got, err := parseShape(f); err != nil || got != want {
-			t.Errorf("parseShape(%q) = %+v, %v; want %+v", f, got, err, want)
+		if got, err := gpu.ParseMatVecShape(f); err != nil || got != want {
+			t.Errorf("ParseMatVecShape(%q) = %+v, %v; want %+v", f, got, err, want)
 		}
 	}
 	for _, f := range []string{"", "2x", "2x16b", "2x16c4", "c8", "x16"} {
-		if got, err := parseShape(f); err == nil {
-			t.Errorf("parseShape(%q) = %+v, want an error", f, got)
+		if got, err := gpu.ParseMatVecShape(f); err == nil {
+			t.Errorf("ParseMatVecShape(%q) = %+v, want an error", f, got)
 		}
 	}
 }

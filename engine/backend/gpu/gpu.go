@@ -281,6 +281,29 @@ func (s MatVecShape) withDefaults() MatVecShape {
 
 // checkShape reports whether s (with defaults filled) is a shape the
 // matrix-vector kernels take; the error shows asked, as given.
+// ParseMatVecShape reads a shape as the benchmarks' flags write it: RxL
+// (the row kernel, rows × lanes), RxLbB (with a load batch of B) or cRxT
+// (the column kernel, rows per workgroup × most invocations), and checks it.
+func ParseMatVecShape(f string) (MatVecShape, error) {
+	var sh MatVecShape
+	var rest string
+	// Sscanf ignores what follows its format: %s takes it, so one more
+	// item scanned than the format's numbers means input was left over
+	ok := func(n, want int) bool { return n == want && checkShape(sh.withDefaults(), sh) == nil }
+	if n, _ := fmt.Sscanf(f, "c%dx%d%s", &sh.Cols, &sh.Threads, &rest); ok(n, 2) {
+		return sh, nil
+	}
+	sh = MatVecShape{}
+	if n, _ := fmt.Sscanf(f, "%dx%db%d%s", &sh.Rows, &sh.Lanes, &sh.Batch, &rest); ok(n, 3) {
+		return sh, nil
+	}
+	sh = MatVecShape{}
+	if n, _ := fmt.Sscanf(f, "%dx%d%s", &sh.Rows, &sh.Lanes, &rest); ok(n, 2) {
+		return sh, nil
+	}
+	return MatVecShape{}, fmt.Errorf("gpu: matvec shape %q: want RxL, RxLbB or cRxT with rows 1, 2 or 4; lanes 8–64; batch 1–8; cols up to 32; threads 64–256 (powers of two)", f)
+}
+
 func checkShape(s, asked MatVecShape) error {
 	pow2 := func(v, hi int) bool { return v > 0 && v <= hi && v&(v-1) == 0 }
 	if pow2(s.Rows, 4) && pow2(s.Lanes, 64) && s.Lanes >= 8 && pow2(s.Batch, 8) &&

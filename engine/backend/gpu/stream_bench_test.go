@@ -223,20 +223,19 @@ var (
 	mvRows   = flag.String("gpustream.rows", "", "row kernel shapes BenchmarkMatVecProto also times, as RxLbB (rows x lanes, load batch), comma-separated, e.g. 2x16b1,2x32b4,4x16b2")
 )
 
-// parseRowShapes reads -gpustream.rows.
+// parseRowShapes reads -gpustream.rows (row kernel shapes only).
 func parseRowShapes(list string) ([]MatVecShape, error) {
 	var shapes []MatVecShape
 	if list == "" {
 		return nil, nil
 	}
 	for _, f := range strings.Split(list, ",") {
-		var sh MatVecShape
-		var rest string
-		if n, _ := fmt.Sscanf(f, "%dx%db%d%s", &sh.Rows, &sh.Lanes, &sh.Batch, &rest); n != 3 {
-			return nil, fmt.Errorf("-gpustream.rows entry %q: want RxLbB, e.g. 2x16b2", f)
-		}
-		if err := checkShape(sh.withDefaults(), sh); err != nil {
+		sh, err := ParseMatVecShape(f)
+		if err != nil {
 			return nil, err
+		}
+		if sh.Cols != 0 {
+			return nil, fmt.Errorf("-gpustream.rows entry %q: want a row kernel shape, RxL or RxLbB", f)
 		}
 		shapes = append(shapes, sh)
 	}
@@ -384,6 +383,7 @@ func BenchmarkMatVecProto(b *testing.B) {
 			}
 		}
 		for _, rs := range rowShapes {
+			rs = rs.withDefaults()
 			s := spec()
 			s.Lanes, s.Rows, s.B = rs.Lanes, rs.Rows, rs.Batch
 			s.CB = s.chunkBlocks(limit)
