@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -72,10 +73,7 @@ func (c *cli) engineFlags(fs *flag.FlagSet) (*engineFlags, error) {
 			return nil, fmt.Errorf("HEARTH_MAX_MODELS=%q is not a positive number of models", v)
 		}
 	}
-	keepAlive := c.env.Getenv("HEARTH_KEEP_ALIVE")
-	if keepAlive == "" {
-		keepAlive = pool.DefaultKeepAlive.String()
-	}
+	keepAlive := cmp.Or(c.env.Getenv("HEARTH_KEEP_ALIVE"), pool.DefaultKeepAlive.String())
 	return &engineFlags{
 		addr:      addr,
 		model:     fs.String("model", c.env.Getenv("HEARTH_MODEL"), "model to serve when a request names none: a Hugging Face repo id in the cache, or a checkpoint directory (env HEARTH_MODEL; default: the built-in model)"),

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"strings"
@@ -56,13 +57,7 @@ func (s *Server) show(c echo.Context) error {
 	if err := decodeJSON(body, &in); err != nil {
 		return err
 	}
-	name := in.Model
-	if name == "" {
-		name = in.Name
-	}
-	if name == "" {
-		name = s.pool.Default().ID
-	}
+	name := cmp.Or(in.Model, in.Name, s.pool.Default().ID)
 	m, err := s.catalogEntry(name)
 	if err != nil {
 		return err

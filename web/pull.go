@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"sync"
@@ -51,10 +52,7 @@ func (s *Server) pull(c echo.Context) error {
 	if err := decodeJSON(body, &in); err != nil {
 		return err
 	}
-	name := in.Model
-	if name == "" {
-		name = in.Name
-	}
+	name := cmp.Or(in.Model, in.Name)
 	if name == "" {
 		return badRequest("model", "model: required (a Hugging Face repo id, e.g. Qwen/Qwen3-0.6B)")
 	}

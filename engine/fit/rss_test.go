@@ -7,6 +7,7 @@ package fit_test
 // its numbers as JSON.
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -90,11 +91,7 @@ func loadAndPrefill(j job, res *measurement) error {
 	}
 	// The CPU backend explicitly: "auto" would probe for a GPU and map the
 	// Vulkan driver into the process, which is not what this measures.
-	backend := j.Backend
-	if backend == "" {
-		backend = "cpu"
-	}
-	m, err := engine.Load(j.Dir, engine.Options{Backend: backend, ChunkTokens: j.Chunk})
+	m, err := engine.Load(j.Dir, engine.Options{Backend: cmp.Or(j.Backend, "cpu"), ChunkTokens: j.Chunk})
 	if err != nil {
 		return err
 	}

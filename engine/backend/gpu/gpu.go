@@ -14,6 +14,7 @@
 package gpu
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"sort"
@@ -157,14 +158,10 @@ func pickAdapter(inst *wgpu.Instance) (*wgpu.Adapter, error) {
 
 func describe(a *wgpu.Adapter) Adapter {
 	in := a.GetInfo()
-	// This wgpu-native puts the adapter's name in the description and the
-	// PCI device id, as hex, in the name.
-	name := in.DriverDescription
-	if name == "" {
-		name = in.Name
-	}
 	return Adapter{
-		Name:     name,
+		// This wgpu-native puts the adapter's name in the description and
+		// the PCI device id, as hex, in the name.
+		Name:     cmp.Or(in.DriverDescription, in.Name),
 		Backend:  in.BackendType.String(),
 		Type:     in.AdapterType.String(),
 		Emulated: in.AdapterType == wgpu.AdapterTypeCPU,
