@@ -263,7 +263,9 @@ func (m *Model) ReadBandwidth(size int64, passes int) (rates []float64, ok bool,
 // ProfileDecode runs one greedy decode step with the backend timing each
 // kernel on its own (tensor.Profiler), after a prompt of ctxTokens tokens
 // and one untimed step (ctxTokens+1 tokens held), and returns where the
-// step's device time went.
+// step's device time went. The step is a ForwardArgmax one: its token
+// comes from the host, so it lacks Greedy's Store of the token (one tiny
+// kernel) and reads its id from the inputs instead of a device buffer.
 func (m *Model) ProfileDecode(ctx context.Context, ctxTokens int) ([]tensor.KernelTime, error) {
 	p, ok := m.backend.(tensor.Profiler)
 	if !ok {
