@@ -263,7 +263,9 @@ func TestBrowser(t *testing.T) {
 		pace  time.Duration
 		check func(t *testing.T, res map[string]any, chats []chatRecord)
 	}{
-		{"stream", 10 * time.Millisecond, func(t *testing.T, res map[string]any, chats []chatRecord) {
+		// paced so that even a short random reply (6 tokens, seen once at
+		// 10 ms a frame) lasts several of the scenario's 40 ms looks
+		{"stream", 30 * time.Millisecond, func(t *testing.T, res map[string]any, chats []chatRecord) {
 			wantChats(t, chats, 1)
 			if c := chats[0]; c.Status != 200 || c.ClientGone || c.Frames < 3 {
 				t.Errorf("chat: status %d, %d frames, client gone %v; want 200, several frames, a complete stream", c.Status, c.Frames, c.ClientGone)
