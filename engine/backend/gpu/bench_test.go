@@ -137,26 +137,18 @@ func BenchmarkLlama(b *testing.B) {
 		}
 		b.Run(s.Name, func(b *testing.B) {
 			b.Run("prefill512", func(b *testing.B) { benchPrefill(b, loadBench(b, s), 512) })
-			shapes := []gpu.MatVecShape{{}}
+			shapes, labels := []gpu.MatVecShape{{}}, []string{"decode"}
 			if *benchShapes != "" {
 				for _, f := range strings.Split(*benchShapes, ",") {
 					sh, err := gpu.ParseMatVecShape(f)
 					if err != nil {
 						b.Fatal(err)
 					}
-					shapes = append(shapes, sh)
+					shapes, labels = append(shapes, sh), append(labels, "decode-"+f)
 				}
 			}
-			for _, sh := range shapes {
-				label := "decode"
-				switch {
-				case sh.Cols != 0:
-					label = fmt.Sprintf("decode-c%dx%d", sh.Cols, sh.Threads)
-				case sh.Batch != 0:
-					label = fmt.Sprintf("decode-%dx%db%d", sh.Rows, sh.Lanes, sh.Batch)
-				case sh.Rows != 0:
-					label = fmt.Sprintf("decode-%dx%d", sh.Rows, sh.Lanes)
-				}
+			for i, sh := range shapes {
+				label := labels[i]
 				b.Run(label, func(b *testing.B) {
 					bn := loadBench(b, s)
 					if err := bn.b.SetMatVec(sh); err != nil {
@@ -343,12 +335,13 @@ func (s *seq) graph(tokens []int32) (*tensor.Graph, tensor.T, error) {
 func TestParseMatVecShape(t *testing.T) {
 	for f, want := range map[string]gpu.MatVecShape{
 		"2x16": {Rows: 2, Lanes: 16}, "4x16b2": {Rows: 4, Lanes: 16, Batch: 2}, "c8x256": {Cols: 8, Threads: 256},
+		"2xi8": {Rows: 2, Iters: 8}, "1xi4b2": {Rows: 1, Iters: 4, Batch: 2},
 	} {
 		if got, err := gpu.ParseMatVecShape(f); err != nil || got != want {
 			t.Errorf("ParseMatVecShape(%q) = %+v, %v; want %+v", f, got, err, want)
 		}
 	}
-	for _, f := range []string{"", "2x", "2x16b", "2x16c4", "c8", "x16"} {
+	for _, f := range []string{"", "2x", "2x16b", "2x16c4", "c8", "x16", "2xi", "2xi-1", "2x16p", "2xi8b", "c8x256b2", "3x16", "2x16b3"} {
 		if got, err := gpu.ParseMatVecShape(f); err == nil {
 			t.Errorf("ParseMatVecShape(%q) = %+v, want an error", f, got)
 		}

@@ -250,6 +250,14 @@ func (c *compiler) sharedFits(jobs []*mvJob) bool {
 func (c *compiler) spec(j *mvJob, m int) *mvSpec {
 	w := c.bufOf(c.g.Nodes[j.mats[0]].In[1])
 	s := &mvSpec{K: w.cols(), Lanes: c.b.mv.Lanes, Rows: c.b.mv.Rows, B: c.b.mv.Batch, MB: 1, Dual: j.dual}
+	if n := c.b.mv.Iters; n > 0 {
+		// the fewest lanes that leave each at most n blocks of a row: a
+		// lane's blocks run one after another, so a wide matrix wants more
+		s.Lanes = 16
+		for s.Lanes < 64 && s.K/32 > n*s.Lanes {
+			s.Lanes *= 2
+		}
+	}
 	if m > 1 {
 		s.MB, s.Rows = min(m, 4), 1
 		return s

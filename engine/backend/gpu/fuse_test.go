@@ -292,5 +292,5 @@ var testRope = &tensor.Rope{InvFreq: []float32{1, 0.5, 0.25, 0.125, 0.0625, 0.03
 // some graphs with rows 4 and lanes 16 or 64, so the wider shapes are
 // exercised on real GPUs only (see docs/design/gpu.md).
 var testShapes = []Options{{}, {MatVec: MatVecShape{Rows: 1, Lanes: 16}}, {MatVec: MatVecShape{Rows: 4, Lanes: 32}}, {MatVec: MatVecShape{Rows: 2, Lanes: 32}}, {MatVec: MatVecShape{Rows: 2, Lanes: 8}},
-	{MatVec: MatVecShape{Rows: 2, Lanes: 16, Batch: 4}}, {MatVec: MatVecShape{Rows: 2, Lanes: 8, Batch: 8}}, {MatVec: MatVecShape{Rows: 4, Lanes: 32, Batch: 2}},
+	{MatVec: MatVecShape{Rows: 2, Lanes: 16, Batch: 4}}, {MatVec: MatVecShape{Rows: 2, Lanes: 8, Batch: 8}}, {MatVec: MatVecShape{Rows: 4, Lanes: 32, Batch: 2}}, {MatVec: MatVecShape{Rows: 2, Iters: 1}}, {MatVec: MatVecShape{Rows: 1, Iters: 4, Batch: 2}},
 	{MatVec: MatVecShape{Cols: 8}}, {MatVec: MatVecShape{Cols: 1, Threads: 64}}, {MatVec: MatVecShape{Cols: 16, Threads: 64}}, {MatVec: MatVecShape{Cols: 32, Threads: 128}}}

@@ -17,7 +17,9 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
+	"strconv"
 
 	"github.com/cogentcore/webgpu/wgpu"
 
@@ -53,12 +55,17 @@ type Options struct {
 // kinds (dense, 8-bit) it lowers the batch so that at most 32 vec4 words
 // of weights are held at once.
 //
-// Zero fields pick the defaults: the row kernel, 2 × 16, batch 1, the
-// fastest on the H200 measured (docs/benchmarks.md). The column kernel is
-// not yet measured there, so it is not the default.
+// Zero fields pick the defaults: the row kernel with 2 rows, lanes per
+// matrix with at most 8 blocks each (16 lanes for a 4096-wide matrix, 64
+// for the 14336-wide down projection), batch 1: the fastest measured on
+// the H200 in the model (docs/benchmarks.md). The column kernel was
+// slower there.
 type MatVecShape struct {
-	Rows    int // 1, 2 or 4
-	Lanes   int // 8, 16, 32 or 64
+	Rows  int // 1, 2 or 4
+	Lanes int // 8, 16, 32 or 64
+	// Iters > 0 picks Lanes per matrix instead: the fewest of 16, 32
+	// and 64 that leave each lane at most Iters blocks of a row
+	Iters   int
 	Batch   int // 1, 2, 4 or 8: row kernel block iterations per load batch
 	Cols    int // 1 … 32, a power of two; 0: the row kernel
 	Threads int // 64, 128 or 256
@@ -267,6 +274,9 @@ func (s MatVecShape) withDefaults() MatVecShape {
 	if s.Rows == 0 {
 		s.Rows = 2
 	}
+	if s.Lanes == 0 && s.Iters == 0 {
+		s.Iters = 8
+	}
 	if s.Lanes == 0 {
 		s.Lanes = 16
 	}
@@ -276,35 +286,53 @@ func (s MatVecShape) withDefaults() MatVecShape {
 	return s
 }
 
-// checkShape reports whether s (with defaults filled) is a shape the
-// matrix-vector kernels take; the error shows asked, as given.
 // ParseMatVecShape reads a shape as the benchmarks' flags write it: RxL
-// (the row kernel, rows × lanes), RxLbB (with a load batch of B) or cRxT
-// (the column kernel, rows per workgroup × most invocations), and checks it.
+// (the row kernel, rows × lanes), RxiN (the row kernel, lanes per matrix
+// leaving at most N blocks each), either with bB after it (a load batch
+// of B), or cRxT (the column kernel, rows per workgroup × most
+// invocations); and checks it.
 func ParseMatVecShape(f string) (MatVecShape, error) {
 	var sh MatVecShape
-	var rest string
-	// Sscanf ignores what follows its format: %s takes it, so one more
-	// item scanned than the format's numbers means input was left over
-	ok := func(n, want int) bool { return n == want && checkShape(sh.withDefaults(), sh) == nil }
-	if n, _ := fmt.Sscanf(f, "c%dx%d%s", &sh.Cols, &sh.Threads, &rest); ok(n, 2) {
-		return sh, nil
+	bad := fmt.Errorf("gpu: matvec shape %q: want RxL, RxiN, either with bB after it, or cRxT; rows 1, 2 or 4; lanes 8–64; batch 1–8; cols up to 32; threads 64–256 (powers of two)", f)
+	num := func(s string) int {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return -1
+		}
+		return n
 	}
-	sh = MatVecShape{}
-	if n, _ := fmt.Sscanf(f, "%dx%db%d%s", &sh.Rows, &sh.Lanes, &sh.Batch, &rest); ok(n, 3) {
-		return sh, nil
+	if m := colShape.FindStringSubmatch(f); m != nil {
+		sh.Cols, sh.Threads = num(m[1]), num(m[2])
+	} else if m := rowShape.FindStringSubmatch(f); m != nil {
+		sh.Rows = num(m[1])
+		if m[2] == "i" {
+			sh.Iters = num(m[3])
+		} else {
+			sh.Lanes = num(m[3])
+		}
+		if m[4] != "" {
+			sh.Batch = num(m[4])
+		}
+	} else {
+		return MatVecShape{}, bad
 	}
-	sh = MatVecShape{}
-	if n, _ := fmt.Sscanf(f, "%dx%d%s", &sh.Rows, &sh.Lanes, &rest); ok(n, 2) {
-		return sh, nil
+	if checkShape(sh.withDefaults(), sh) != nil {
+		return MatVecShape{}, bad
 	}
-	return MatVecShape{}, fmt.Errorf("gpu: matvec shape %q: want RxL, RxLbB or cRxT with rows 1, 2 or 4; lanes 8–64; batch 1–8; cols up to 32; threads 64–256 (powers of two)", f)
+	return sh, nil
 }
 
+var (
+	colShape = regexp.MustCompile(`^c(\d+)x(\d+)$`)
+	rowShape = regexp.MustCompile(`^(\d+)x(i?)(\d+)(?:b(\d+))?$`)
+)
+
+// checkShape reports whether s (with defaults filled) is a shape the
+// matrix-vector kernels take; the error shows asked, as given.
 func checkShape(s, asked MatVecShape) error {
 	pow2 := func(v, hi int) bool { return v > 0 && v <= hi && v&(v-1) == 0 }
 	if pow2(s.Rows, 4) && pow2(s.Lanes, 64) && s.Lanes >= 8 && pow2(s.Batch, 8) &&
-		(s.Cols == 0 || pow2(s.Cols, 32)) && pow2(s.Threads, 256) && s.Threads >= 64 {
+		(s.Cols == 0 || pow2(s.Cols, 32)) && pow2(s.Threads, 256) && s.Threads >= 64 && s.Iters >= 0 {
 		return nil
 	}
 	return fmt.Errorf("gpu: matvec shape %+v (rows 1, 2 or 4; lanes 8, 16, 32 or 64; batch 1, 2, 4 or 8; cols 0 or a power of two up to 32; threads 64, 128 or 256)", asked)

@@ -195,9 +195,9 @@ func (s *mvSpec) source() string {
 			for r := 0; r < s.Rows; r++ {
 				p("%slet rw%d = min(row0 + %du, P.n%d - 1u);\n", in, r, r, i)
 			}
+			iters := s.iters()
 			// iterations in batches of B, then the remainder as one
 			// shorter batch: no bounds checks unless ragged
-			iters := s.iters()
 			B := min(s.batch(), iters)
 			full := iters / B * B
 			if full == B {
