@@ -232,6 +232,27 @@ func (b *Backend) Alloc(shape []int) (tensor.T, error) {
 	return b.push(buf), nil
 }
 
+// maxCounters is how many counts counterBuf holds.
+const maxCounters = 512
+
+// counterBuf is the backend's buffer of maxCounters u32 counts, zero
+// between dispatches: a kernel whose workgroups each do part of one
+// result counts them there, and the last one to finish merges the parts
+// and zeroes its count again (attention's splits). Dispatches run one
+// after another, so one buffer serves every kernel.
+func (b *Backend) counterBuf() (*buffer, error) {
+	if b.counters == nil {
+		data, size, err := b.newBuffer("counters", maxCounters*4, func(dst []byte) { clear(dst) })
+		if err != nil {
+			return nil, fmt.Errorf("counters: %w", err)
+		}
+		b.serial++
+		b.counters = &buffer{serial: b.serial, name: "counters", shape: []int{maxCounters}, kind: kind{dt: tensor.U32}, alloc: true,
+			blocks: []block{{rows: maxCounters, data: data, dataSize: size}}}
+	}
+	return b.counters, nil
+}
+
 func (b *Backend) push(buf *buffer) tensor.T {
 	b.serial++
 	buf.serial = b.serial

@@ -105,6 +105,7 @@ type Backend struct {
 	plans   map[string]*plan
 	clock   uint64 // plan use counter, for evicting the least recently used
 
+	counters   *buffer   // zeroed counts of cross-workgroup reductions (counterBuf)
 	pool       pool      // node results, the inputs buffer, params, readback
 	last       *pending  // the last Run, whose outputs Read serves
 	stamp      *profiler // nil unless SetProfile(true)
@@ -365,6 +366,10 @@ func (b *Backend) Close() error {
 			buf.release()
 			b.bufs[i] = nil
 		}
+	}
+	if b.counters != nil {
+		b.counters.release()
+		b.counters = nil
 	}
 	b.pool.release()
 	for _, l := range b.layouts {

@@ -388,7 +388,7 @@ func (c *compiler) attention(i int) error {
 	}
 	out, off := c.out(i)
 	ops = append(ops, out)
-	split := nq*hq < 512
+	split := nq*hq <= maxCounters
 	// TP invocations share one key's value row (a vec4 each, DU4 of them
 	// when the row is longer than 128 vec4s); 128/TP keys go in parallel,
 	// UK per iteration (8 measured slower than 4 on the H200).
@@ -402,13 +402,18 @@ func (c *compiler) attention(i int) error {
 	for (d/4)%sk != 0 {
 		sk /= 2
 	}
-	data := map[string]any{"D": d, "TP": tp, "KG": 128 / tp, "DU4": (d/4 + tp - 1) / tp, "UK": 4, "SK": sk, "Split": split}
-	partBytes := uint64(maxSplits*nq*hq*(d+2)) * 4
-	// the partial results are a value of their own, written by the
-	// attention kernel and read by the combine kernel
-	part := operand{kind: opSlot, node: len(g.Nodes) + i, size: partBytes, write: true}
+	// a split's record: m, l and the D sums, rounded up to 128 bytes
+	ps := (d + 2 + 31) / 32 * 32
+	data := map[string]any{"D": d, "TP": tp, "KG": 128 / tp, "DU4": (d/4 + tp - 1) / tp, "UK": 4, "SK": sk, "Split": split, "PS": ps}
 	if split {
-		ops = append(ops, part)
+		// the records are a value of the kernel's own; the counts are the
+		// backend's, zero between dispatches
+		cnt, err := c.b.counterBuf()
+		if err != nil {
+			return err
+		}
+		part := operand{kind: opSlot, node: len(g.Nodes) + i, size: uint64(maxSplits*nq*hq*ps) * 4, write: true}
+		ops = append(ops, part, operand{kind: opData, buf: cnt, write: true})
 	}
 	// One query's keys are shared by up to maxSplits workgroups (at least
 	// 64 keys each), so a decode step with few heads still fills the GPU.
@@ -435,17 +440,6 @@ func (c *compiler) attention(i int) error {
 			p[8], p[9], p[10], p[11] = f32bits(a.Scale), f32bits(a.Softcap), uint32(splits(g)), off(g)
 		},
 		grid: grid1(nq*hq*maxGrid, 1),
-	})
-	if !split {
-		return nil
-	}
-	part.write = false
-	c.add(kspec{label: "Attention combine", src: source("combine", data),
-		ops: []operand{part, out},
-		params: func(g *tensor.Graph, p *[16]uint32) {
-			p[0], p[1], p[2], p[3] = uint32(nq), uint32(hq), uint32(splits(g)), off(g)
-		},
-		grid: grid1(nq*hq, 1),
 	})
 	return nil
 }

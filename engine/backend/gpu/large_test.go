@@ -45,6 +45,18 @@ func TestLargeShapes(t *testing.T) {
 			vT := g.Store(vb, g.Input(v, 300, 2, 64), 0)
 			return []tensor.T{g.Attention(g.Input(q[:2*4*64], 2, 4, 64), kT, vT, tensor.AttnSpec{QueryPos: 298, KeyLen: 300, Window: 280})}
 		}},
+		// the splits of a (query, head) count themselves done in counts
+		// the backend keeps between dispatches: two more attentions in one
+		// graph, with other queries and other numbers of splits (5, then
+		// 2), after the one above (4)
+		{"attention-decode-split-again", func(g *tensor.Graph, w map[string]tensor.T, b tensor.Backend) []tensor.T {
+			kb, _ := b.Alloc([]int{300, 2, 64})
+			vb, _ := b.Alloc([]int{300, 2, 64})
+			kT := g.Store(kb, g.Input(k, 300, 2, 64), 0)
+			vT := g.Store(vb, g.Input(v, 300, 2, 64), 0)
+			a := g.Attention(g.Input(q[4*4*64:5*4*64], 1, 4, 64), kT, vT, tensor.AttnSpec{QueryPos: 299, KeyLen: 300})
+			return []tensor.T{a, g.Attention(g.Input(q[7*4*64:8*4*64], 1, 4, 64), kT, vT, tensor.AttnSpec{QueryPos: 99, KeyLen: 100})}
+		}},
 	}
 	ref := cpu.New(cpu.Options{})
 	wr := f.upload(t, ref)

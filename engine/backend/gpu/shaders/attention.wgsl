@@ -2,7 +2,10 @@
 // attention: one workgroup per (key split, query, head). Keys are scored a
 // tile of 128 at a time with an online softmax (running max m and sum l);
 // with one split the result goes straight to O, otherwise each split writes
-// (m, l, acc[D]) for the combine kernel. Values are summed by KG groups of
+// (m, l, acc[D]) to Part, a record of PS floats (D + 2 rounded up to 128
+// bytes, so no cache line holds two records), and counts itself done in
+// Cnt; the last split of a (query, head) to finish merges the records into
+// O (see combine) and zeroes the count for the next dispatch. Values are summed by KG groups of
 // TP invocations, each group taking every KG-th key of the tile and each
 // invocation DU4 vec4 columns of it, UK keys per iteration with their
 // loads issued together; the groups are added in workgroup memory at the
@@ -20,6 +23,9 @@ struct Params {
 @group(0) @binding(3) var<storage, read> Vc: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read_write> O: array<f32>;
 {{if .Split}}@group(0) @binding(5) var<storage, read_write> Part: array<f32>;
+@group(0) @binding(6) var<storage, read_write> Cnt: array<atomic<u32>>;
+const PS: u32 = {{.PS}}u;
+var<workgroup> done: u32;
 {{end}}const D: u32 = {{.D}}u;
 const D4: u32 = {{div .D 4}}u;
 const TP: u32 = {{.TP}}u;
@@ -161,73 +167,75 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 	let total = wgSum(li, l);
 {{range $u := seq .DU4}}	vsum[{{mul $u 128}}u + li] = acc{{$u}};
 {{end}}	workgroupBarrier();
-	if (kg != 0u) {
+	if (kg == 0u) {
+{{range $u := seq .DU4}}		{
+			let c4 = d4 + {{mul $u $.TP}}u;
+			var v = vsum[{{mul $u 128}}u + d4];
+			for (var g = 1u; g < KG; g++) {
+				v += vsum[{{mul $u 128}}u + g * TP + d4];
+			}
+			if (c4 < D4) {
+				if (P.splits == 1u) {
+					let ob = P.off + (i * P.hq + h) * D + 4u * c4;
+					let r = v / total;
+					O[ob] = r.x;
+					O[ob + 1u] = r.y;
+					O[ob + 2u] = r.z;
+					O[ob + 3u] = r.w;
+				}{{if $.Split}} else {
+					let pb = ((s * P.nq + i) * P.hq + h) * PS;
+					if (c4 == 0u) {
+						Part[pb] = m;
+						Part[pb + 1u] = total;
+					}
+					Part[pb + 2u + 4u * c4] = v.x;
+					Part[pb + 3u + 4u * c4] = v.y;
+					Part[pb + 4u + 4u * c4] = v.z;
+					Part[pb + 5u + 4u * c4] = v.w;
+				}{{end}}
+			}
+		}
+{{end}}	}
+{{if .Split}}	if (P.splits == 1u) {
 		return;
 	}
-{{range $u := seq .DU4}}	{
-		let c4 = d4 + {{mul $u $.TP}}u;
-		var v = vsum[{{mul $u 128}}u + d4];
-		for (var g = 1u; g < KG; g++) {
-			v += vsum[{{mul $u 128}}u + g * TP + d4];
-		}
-		if (c4 < D4) {
-			if (P.splits == 1u) {
-				let ob = P.off + (i * P.hq + h) * D + 4u * c4;
-				let r = v / total;
-				O[ob] = r.x;
-				O[ob + 1u] = r.y;
-				O[ob + 2u] = r.z;
-				O[ob + 3u] = r.w;
-			}{{if $.Split}} else {
-				let pb = ((s * P.nq + i) * P.hq + h) * (D + 2u);
-				if (c4 == 0u) {
-					Part[pb] = m;
-					Part[pb + 1u] = total;
-				}
-				Part[pb + 2u + 4u * c4] = v.x;
-				Part[pb + 3u + 4u * c4] = v.y;
-				Part[pb + 4u + 4u * c4] = v.z;
-				Part[pb + 5u + 4u * c4] = v.w;
-			}{{end}}
-		}
+	// this split's record, then its count (a device-scope barrier orders
+	// them); the last to count reads every record after another one
+	storageBarrier();
+	let qh = i * P.hq + h;
+	if (li == 0u) {
+		done = atomicAdd(&Cnt[qh], 1u);
 	}
+	if (workgroupUniformLoad(&done) + 1u < P.splits) {
+		return;
+	}
+	storageBarrier();
+	if (li == 0u) {
+		atomicStore(&Cnt[qh], 0u);
+	}
+	combine(qh, li);
 {{end}}}
-{{end}}
 
-{{define "combine"}}
-// combine merges the per-split partial softmaxes of attention.
-struct Params {
-	nq: u32, hq: u32, splits: u32, off: u32,
-}
-@group(0) @binding(0) var<uniform> P: Params;
-@group(0) @binding(1) var<storage, read> Part: array<f32>;
-@group(0) @binding(2) var<storage, read_write> O: array<f32>;
-const D: u32 = {{.D}}u;
-{{template "grid"}}
-
-@compute @workgroup_size(128)
-fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-	let wg = wgIndex(wid, nwg);
-	if (wg >= P.nq * P.hq || P.splits == 1u) {
-		return;
-	}
-	let stride = P.nq * P.hq * (D + 2u);
-	var mx = -3.0e38;
-	for (var s = 0u; s < P.splits; s++) {
-		mx = max(mx, Part[s * stride + wg * (D + 2u)]);
+// combine merges the splits' records of query-head qh into O.
+{{if .Split}}fn combine(qh: u32, li: u32) {
+	let stride = P.nq * P.hq * PS;
+	var mx = NONE;
+	for (var t = 0u; t < P.splits; t++) {
+		mx = max(mx, Part[t * stride + qh * PS]);
 	}
 	var total = 0.0;
-	for (var s = 0u; s < P.splits; s++) {
-		let pb = s * stride + wg * (D + 2u);
+	for (var t = 0u; t < P.splits; t++) {
+		let pb = t * stride + qh * PS;
 		total += Part[pb + 1u] * exp(Part[pb] - mx);
 	}
 	for (var j = li; j < D; j += 128u) {
 		var v = 0.0;
-		for (var s = 0u; s < P.splits; s++) {
-			let pb = s * stride + wg * (D + 2u);
+		for (var t = 0u; t < P.splits; t++) {
+			let pb = t * stride + qh * PS;
 			v += Part[pb + 2u + j] * exp(Part[pb] - mx);
 		}
-		O[P.off + wg * D + j] = v / total;
+		O[P.off + qh * D + j] = v / total;
 	}
 }
-{{end}}
+{{end}}{{end}}
+
