@@ -97,6 +97,9 @@ func (c *compiler) bufOf(t tensor.T) *buffer {
 func (c *compiler) build() error {
 	if !c.b.opt.NoFusion {
 		c.fuse()
+		if c.b.skip&fuseRopeMV == 0 {
+			c.ropeFolds()
+		}
 	} else {
 		c.plainJobs()
 	}

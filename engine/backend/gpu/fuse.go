@@ -23,6 +23,7 @@ type mvJob struct {
 	outs []int      // root written per output
 	bias []tensor.T // per output
 	res  []tensor.T // per output
+	rope []int      // per output: a folded RoPE node, or -1 (nil: none)
 }
 
 // reads reports whether the job reads buffer dst.
@@ -185,6 +186,69 @@ func (c *compiler) fuse() {
 	}
 }
 
+// ropeFolds lets a one-row matrix-vector kernel rotate an output that a
+// RoPE of one token alone reads (a layer's q and k when decoding), so
+// the RoPE needs no dispatch of its own (mvRope). The kernel writes the
+// RoPE's value, straight into a cache when a Store takes it (storeFolds,
+// which runs after this).
+func (c *compiler) ropeFolds() {
+	nodes := c.g.Nodes
+	for at := range nodes {
+		j, ok := c.jobAt[at]
+		if !ok || j.dual || c.spec(j, 1).Col > 0 {
+			continue
+		}
+		for i, m := range j.outs {
+			r := c.ropeReader(m)
+			if r < 0 || !j.res[i].IsNone() || c.mvRowsOf(j) != 1 {
+				continue
+			}
+			if j.rope == nil {
+				j.rope = make([]int, len(j.outs))
+				for k := range j.rope {
+					j.rope[k] = -1
+				}
+			}
+			j.rope[i], j.outs[i] = r, r
+			c.folded[r] = true
+			c.writerAt[r] = j.at
+		}
+	}
+}
+
+// ropeReader is the RoPE node that alone reads all of root m, for one
+// token with host positions and whole rotated pairs, or -1.
+func (c *compiler) ropeReader(m int) int {
+	if c.uses[m] != 1 || c.isOut[m] {
+		return -1
+	}
+	nodes := c.g.Nodes
+	for r := m + 1; r < len(nodes); r++ {
+		nd := &nodes[r]
+		if nd.Op == tensor.OpReshape || len(nd.In) == 0 || c.rootOf(nd.In[0]) != m {
+			continue
+		}
+		if nd.Op != tensor.OpRoPE || c.folded[r] || nd.Shape[0] != 1 || nd.Rope.Dims%2 != 0 ||
+			tensor.Elements(nd.Shape) != tensor.Elements(nodes[m].Shape) {
+			return -1
+		}
+		if _, err := hostInts(c.g, nd.In[1]); err != nil {
+			return -1
+		}
+		return r
+	}
+	return -1
+}
+
+// mvRowsOf is the number of rows of x job j reads.
+func (c *compiler) mvRowsOf(j *mvJob) int {
+	if j.norm >= 0 {
+		return 1
+	}
+	first := &c.g.Nodes[j.mats[0]]
+	return tensor.Elements(c.g.Shape(first.In[0])) / c.bufOf(first.In[1]).cols()
+}
+
 // bindingsFor is the storage bindings of a group of n quantized weights
 // with a norm weight: x, n·(data, scales), norm, n outputs.
 func (c *compiler) bindingsFor(n int) int { return 1 + 2*n + 1 + n }
@@ -277,10 +341,7 @@ func (c *compiler) spec(j *mvJob, m int) *mvSpec {
 func (c *compiler) matvec(j *mvJob) error {
 	g := c.g
 	first := &g.Nodes[j.mats[0]]
-	m := tensor.Elements(g.Shape(first.In[0])) / c.bufOf(first.In[1]).cols()
-	if j.norm >= 0 {
-		m = 1
-	}
+	m := c.mvRowsOf(j)
 	s := c.spec(j, m)
 	s.RMS = j.norm >= 0
 	if s.RMS && !s.rmsFits() {
@@ -318,7 +379,7 @@ func (c *compiler) matvec(j *mvJob) error {
 	ns := make([]int, len(j.outs))
 	offs := make([]func(*tensor.Graph) uint32, len(j.outs))
 	for i, r := range j.outs {
-		ns[i] = g.Nodes[r].Shape[len(g.Nodes[r].Shape)-1]
+		ns[i] = tensor.Elements(g.Nodes[r].Shape) / m
 		s.Bias = append(s.Bias, nil)
 		if !j.bias[i].IsNone() {
 			a, bo, err := c.weight(j.bias[i], 0, fmt.Sprintf("b%d", i), bind, ns[i], false)
@@ -331,6 +392,12 @@ func (c *compiler) matvec(j *mvJob) error {
 		o, off := c.out(r)
 		offs[i] = off
 		s.Out = append(s.Out, next(o))
+		s.Rope = append(s.Rope, nil)
+		if j.rope != nil && j.rope[i] >= 0 {
+			nd := &g.Nodes[j.rope[i]]
+			s.Rope[i] = &mvRope{HD: nd.Shape[2], Dims: nd.Rope.Dims, Trad: nd.Rope.Traditional,
+				Bind: next(operand{kind: opInput, input: c.ropeTab(j.rope[i])})}
+		}
 		s.Res = append(s.Res, -1)
 		if !j.res[i].IsNone() {
 			ro, err := c.f32(j.res[i])
@@ -361,6 +428,9 @@ func (c *compiler) matvec(j *mvJob) error {
 	}
 	if s.Res[0] >= 0 {
 		label += " res"
+	}
+	if s.roped() {
+		label += " rope"
 	}
 	c.add(kspec{label: label, src: src, ops: ops,
 		params: func(g *tensor.Graph, p *[16]uint32) {

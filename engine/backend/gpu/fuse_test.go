@@ -210,6 +210,23 @@ func TestFusions(t *testing.T) {
 			k := g.RoPE(g.Reshape(g.MatMul(h, w["wk"]), 1, 2, 16), pos, testRope)
 			return []tensor.T{q, qq, k}
 		}},
+		// a layer's q and k when decoding, rotated by the QKV kernel (the
+		// roped k stored straight into its cache), and a biased projection
+		// with traditional pairs
+		{"rope-fold-decode", func(g *tensor.Graph, w map[string]tensor.T, b tensor.Backend) []tensor.T {
+			kc, _ := b.Alloc([]int{4, 2, 16})
+			vc, _ := b.Alloc([]int{4, 2, 16})
+			h := g.RMSNorm(g.Input(x1, 1, 64), w["nw"], 1e-5, 0)
+			pos := g.InputInts([]int32{2}, 1)
+			q := g.RoPE(g.Reshape(g.MatMul(h, w["wq"]), 1, 6, 16), pos, testRope)
+			k := g.RoPE(g.Reshape(g.MatMul(h, w["wk"]), 1, 2, 16), pos, testRope)
+			v := g.Reshape(g.MatMul(h, w["wv"]), 1, 2, 16)
+			return []tensor.T{q, g.Store(kc, k, 2), g.Store(vc, v, 2)}
+		}},
+		{"rope-fold-bias-trad", func(g *tensor.Graph, w map[string]tensor.T, _ tensor.Backend) []tensor.T {
+			y := g.Add(g.MatMul(g.Input(x1, 1, 64), w["wq"]), w["bias"])
+			return []tensor.T{g.RoPE(g.Reshape(y, 1, 6, 16), g.InputInts([]int32{7}, 1), testRopeTrad)}
+		}},
 		{"group-m5", func(g *tensor.Graph, w map[string]tensor.T, _ tensor.Backend) []tensor.T {
 			x := g.Input(x5, 5, 64)
 			return []tensor.T{g.MatMul(x, w["w3"]), g.MatMul(x, w["w5"]), g.MatMul(x, w["w6"])}
@@ -240,9 +257,13 @@ func TestFusions(t *testing.T) {
 	}
 	ref := cpu.New(cpu.Options{Threads: 1})
 	wr := f.upload(t, ref)
-	for _, opt := range testShapes {
+	for si, opt := range testShapes {
 		b := newBackend(t, opt)
 		wg := f.upload(t, b)
+		if si == 1 {
+			// the RoPE dispatches (a pair, one alone) as they run unfolded
+			b.skip = fuseRopeMV
+		}
 		for _, tc := range cases {
 			// the batch cases are for the row kernel; the column kernel
 			// with three 8-bit weights of 6400 columns crashed lavapipe
@@ -286,6 +307,9 @@ func run(t *testing.T, b tensor.Backend, w map[string]tensor.T, build func(*tens
 
 // testRope rotates the first 12 of 16 dimensions, the halves paired.
 var testRope = &tensor.Rope{InvFreq: []float32{1, 0.5, 0.25, 0.125, 0.0625, 0.03125}, Dims: 12, Scale: 1}
+
+// testRopeTrad rotates the first 12 of 16 dimensions in adjacent pairs.
+var testRopeTrad = &tensor.Rope{InvFreq: []float32{1, 0.5, 0.25, 0.125, 0.0625, 0.03125}, Dims: 12, Scale: 1, Traditional: true}
 
 // testShapes are the matrix-vector shapes the fusion test runs: row
 // kernels (the last three with load batches), then column kernels (Cols). Lavapipe (Mesa 22.3) crashed on

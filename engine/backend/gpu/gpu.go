@@ -124,6 +124,7 @@ const (
 	fuseRMS
 	fuseStore
 	fuseRope
+	fuseRopeMV // a one-token RoPE into the matrix-vector kernel before it
 )
 
 // Probe reports the adapter New would pick, without making a device.

@@ -270,22 +270,7 @@ func (c *compiler) rope(i int) error {
 		return fmt.Errorf("rope positions: %w", err)
 	}
 	n, heads, hd := nd.Shape[0], nd.Shape[1], nd.Shape[2]
-	half := nd.Rope.Dims / 2
-	// q and k of a layer share positions and table: one region for both
-	key := fmt.Sprintf("%d/%p", c.rootOf(nd.In[1]), nd.Rope)
-	tab, ok := c.ropeOf[key]
-	if !ok {
-		posT := nd.In[1]
-		tab = c.region(uint64(n*half)*8, func(g *tensor.Graph, dst []byte) error {
-			pos, err := hostInts(g, posT)
-			if err != nil {
-				return err
-			}
-			ropeTable(pos, g.Nodes[i].Rope, dst)
-			return nil
-		})
-		c.ropeOf[key] = tab
-	}
+	tab := c.ropeTab(i)
 	out, off := c.out(i)
 	ops := []operand{x, {kind: opInput, input: tab}, out}
 	// a paired earlier RoPE (ropePairs) is stream 1 of the same dispatch
@@ -312,6 +297,28 @@ func (c *compiler) rope(i int) error {
 		grid: grid1((n*(heads+heads1)*hd+255)/256, 1),
 	})
 	return nil
+}
+
+// ropeTab is the inputs region holding RoPE node i's (cos, sin) per token
+// and pair; the q and k of a layer share positions and table, so one
+// region serves both.
+func (c *compiler) ropeTab(i int) int {
+	nd := &c.g.Nodes[i]
+	key := fmt.Sprintf("%d/%p", c.rootOf(nd.In[1]), nd.Rope)
+	if tab, ok := c.ropeOf[key]; ok {
+		return tab
+	}
+	posT, half := nd.In[1], nd.Rope.Dims/2
+	tab := c.region(uint64(nd.Shape[0]*half)*8, func(g *tensor.Graph, dst []byte) error {
+		pos, err := hostInts(g, posT)
+		if err != nil {
+			return err
+		}
+		ropeTable(pos, g.Nodes[i].Rope, dst)
+		return nil
+	})
+	c.ropeOf[key] = tab
+	return tab
 }
 
 // copyKernel emits O[off + r*ostride + c] = X[ioff + r*istride + c].

@@ -31,7 +31,7 @@ import (
 // Options fuse the graph's neighbours into the kernel: an RMSNorm prologue
 // (x normalised once per workgroup into workgroup memory), Dual (output
 // silu(x·w0)·(x·w1), the gated MLP), a bias vector and a residual per
-// output.
+// output, and a rotary embedding of an output (mvRope).
 type mvSpec struct {
 	K     int
 	Lanes int
@@ -44,12 +44,53 @@ type mvSpec struct {
 	W     []accessor  // w0, w1, w2
 	Norm  *accessor   // nw
 	Bias  []*accessor // per output, or nil
+	Rope  []*mvRope   // per output, or nil (one row of x, the row kernel)
 	Out   []int       // binding of O<i>
 	Res   []int       // binding of RES<i>, or -1
 	XBind int
 	Col   int // column kernel: rows per workgroup; 0: the row kernel (colFit)
 	T     int // column kernel: invocations per workgroup
 	NB    int // column kernel: blocks of a row per invocation
+}
+
+// mvRope rotates an output of the row kernel (one row of x) the way a
+// RoPE node of one token does: the kernel reduces the two rows of each
+// rotated pair in neighbouring invocations (logical rows 2p and 2p+1,
+// mapped to the weight rows of the pair by rphys), which swap their sums
+// through workgroup memory and store the rotated values.
+type mvRope struct {
+	HD, Dims int  // head size; the leading dims of a head that rotate
+	Trad     bool // pairs (2j, 2j+1) rather than (j, j+Dims/2)
+	Bind     int  // binding of the (cos, sin) table of the token
+}
+
+// roped reports whether any output is rotated.
+func (s *mvSpec) roped() bool {
+	for _, r := range s.Rope {
+		if r != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// ropeFuncs writes, for rotated output i, its table binding and
+// rphys<i>: the weight row that logical row l reads.
+func (s *mvSpec) ropeFuncs(w *strings.Builder, i int) {
+	r := s.Rope[i]
+	fmt.Fprintf(w, "@group(0) @binding(%d) var<storage, read> CS%d: array<vec2<f32>>;\n", r.Bind, i)
+	if r.Trad {
+		fmt.Fprintf(w, "fn rphys%d(l: u32) -> u32 {\n\treturn l;\n}\n", i)
+		return
+	}
+	fmt.Fprintf(w, `fn rphys%d(l: u32) -> u32 {
+	let t = l %% %du;
+	if (t >= %du) {
+		return l;
+	}
+	return l - t + (t >> 1u) + (t & 1u) * %du;
+}
+`, i, r.HD, r.Dims, r.Dims/2)
 }
 
 func (s *mvSpec) rowsPerWG() int {
@@ -193,7 +234,11 @@ func (s *mvSpec) source() string {
 		}
 		s.branches(&w, in, func(i int, in string) {
 			for r := 0; r < s.Rows; r++ {
-				p("%slet rw%d = min(row0 + %du, P.n%d - 1u);\n", in, r, r, i)
+				if s.Rope != nil && s.Rope[i] != nil {
+					p("%slet rw%d = rphys%d(min(row0 + %du, P.n%d - 1u));\n", in, r, i, r, i)
+				} else {
+					p("%slet rw%d = min(row0 + %du, P.n%d - 1u);\n", in, r, r, i)
+				}
 			}
 			iters := s.iters()
 			// iterations in batches of B, then the remainder as one
@@ -219,24 +264,32 @@ func (s *mvSpec) source() string {
 	// sums, starting at a different lane per invocation (no bank
 	// conflicts), in four independent chains.
 	S := s.Rows * s.MB
+	N := 256 / L * S // invocations that each add one output's partial sums
 	p(`	for (var k = 0u; k < %du; k++) {
 		red[k * 256u + li] = a[k];
 	}
 	workgroupBarrier();
-	if (li >= %du) {
-		return;
+`, slots)
+	// with a rotated output every invocation stays for the swap of sums
+	// (barriers need them all): those past N redo invocation N-1's sums
+	id := "li"
+	if s.roped() {
+		p("\tlet lr = min(li, %du);\n", N-1)
+		id = "lr"
+	} else {
+		p("\tif (li >= %du) {\n\t\treturn;\n\t}\n", N)
 	}
-	let grp = li / %du;
-	let k = li %% %du;
-	let row = lwg * %du + grp * %du + k / %du;
-	let mr = m0 + k %% %du;
-`, slots, 256/L*S, S, S, s.rowsPerWG(), s.Rows, s.MB, s.MB)
+	p(`	let grp = %[1]s / %[2]du;
+	let k = %[1]s %% %[2]du;
+	let row = lwg * %[3]du + grp * %[4]du + k / %[5]du;
+	let mr = m0 + k %% %[5]du;
+`, id, S, s.rowsPerWG(), s.Rows, s.MB)
 	sum := func(name, slot string) {
 		p("\tvar %s: f32;\n\t{\n\t\tlet base = (%s) * 256u + grp * %du;\n", name, slot, L)
 		for q := 0; q < 4; q++ {
-			p("\t\tvar s%d = red[base + ((li + %du) & %du)];\n", q, q, L-1)
+			p("\t\tvar s%d = red[base + ((%s + %du) & %du)];\n", q, id, q, L-1)
 		}
-		p("\t\tfor (var j = li + 4u; j < li + %du; j += 4u) {\n", L)
+		p("\t\tfor (var j = %s + 4u; j < %s + %du; j += 4u) {\n", id, id, L)
 		for q := 0; q < 4; q++ {
 			p("\t\t\ts%d += red[base + ((j + %du) & %du)];\n", q, q, L-1)
 		}
@@ -247,6 +300,12 @@ func (s *mvSpec) source() string {
 	if s.Dual {
 		sum("u", fmt.Sprintf("k + %du", S))
 		args += ", u"
+	}
+	if s.roped() {
+		// the pair's other sum (row ^ 1: its neighbour invocation)
+		p("\tworkgroupBarrier();\n\tred[li] = v;\n\tworkgroupBarrier();\n\tlet vp = red[lr ^ 1u];\n")
+		p("\tif (li >= %du) {\n\t\treturn;\n\t}\n", N)
+		args += ", vp"
 	}
 	s.storeCall(&w, args)
 	return w.String()
@@ -324,6 +383,9 @@ func (s *mvSpec) bindings(w *strings.Builder, prescaled bool) {
 			w.WriteString(s.Bias[i].String())
 		}
 		p("@group(0) @binding(%d) var<storage, read_write> O%d: array<f32>;\n", s.Out[i], i)
+		if s.ropeOf(i) != nil {
+			s.ropeFuncs(w, i)
+		}
 		if s.Res[i] >= 0 {
 			p("@group(0) @binding(%d) var<storage, read> RES%d: array<f32>;\n", s.Res[i], i)
 		}
@@ -489,10 +551,17 @@ func (s *mvSpec) accFunc(w *strings.Builder, i, slots int) {
 // with the epilogue applied.
 func (s *mvSpec) storeFunc(w *strings.Builder, i int) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
-	if s.Dual {
+	switch {
+	case s.Dual:
 		p("fn store%d(row: u32, mr: u32, g: f32, u: f32) {\n", i)
-	} else {
+	case s.roped():
+		p("fn store%d(row: u32, mr: u32, g: f32, gp: f32) {\n", i)
+	default:
 		p("fn store%d(row: u32, mr: u32, g: f32) {\n", i)
+	}
+	if r := s.ropeOf(i); r != nil {
+		s.ropeStore(w, i, r)
+		return
 	}
 	p("\tif (row >= P.n%d || mr >= P.m) {\n\t\treturn;\n\t}\n", i)
 	if s.Dual {
@@ -507,6 +576,36 @@ func (s *mvSpec) storeFunc(w *strings.Builder, i int) {
 		p("\tv = RES%d[mr * P.stride%d + P.col0 + row] + v;\n", i, i)
 	}
 	p("\tO%d[P.off%d + mr * P.stride%d + P.col0 + row] = v;\n}\n", i, i, i)
+}
+
+func (s *mvSpec) ropeOf(i int) *mvRope {
+	if s.Rope == nil {
+		return nil
+	}
+	return s.Rope[i]
+}
+
+// ropeStore writes the body of store<i> for a rotated output: the sums of
+// the row (g) and of its pair (gp), each with its bias, rotated by the
+// table's (cos, sin) of the pair and stored at the row's place.
+func (s *mvSpec) ropeStore(w *strings.Builder, i int, r *mvRope) {
+	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+	p("\tif (row >= P.n%d || mr >= P.m) {\n\t\treturn;\n\t}\n\tlet pr = rphys%d(row);\n\tvar v = g;\n\tvar vp = gp;\n", i, i)
+	if b := s.Bias[i]; b != nil {
+		p("\tv = v + %s_get(0u, pr);\n\tvp = vp + %s_get(0u, rphys%d(row ^ 1u));\n", b.Name, b.Name, i)
+	}
+	p(`	let t = row %% %du;
+	if (t < %du) {
+		let cs = CS%d[t >> 1u];
+		if ((row & 1u) == 0u) {
+			v = v * cs.x - vp * cs.y;
+		} else {
+			v = v * cs.x + vp * cs.y;
+		}
+	}
+	O%d[P.off%d + mr * P.stride%d + P.col0 + pr] = v;
+}
+`, r.HD, r.Dims, i, i, i, i)
 }
 
 // colFit sets the column kernel's shape (T invocations, NB blocks each)
