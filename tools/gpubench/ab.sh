@@ -7,8 +7,10 @@
 #   bash tools/gpubench/ab.sh build [BASE]
 # builds the working tree (new) and BASE (old; default HEAD, checked out in
 # a temporary worktree) with -tags nostarter (no embedded starter model:
-# the tree plus what is carried must stay under 64 MiB), gzipped into
-# .gpubin/. The Vulkan loader debs must be in .gl/ (docs/benchmarks.md).
+# the tree plus what is carried must stay under 64 MiB), stripped and
+# xz-compressed into .gpubin/ (about 6.4 MB each; with a stripped gpu.test,
+# 4.4 MB, all three fit beside the tree). The Vulkan loader debs must be
+# in .gl/ (docs/benchmarks.md).
 #
 # There, with carry [".gl", ".gpubin"]:
 #   bash tools/gpubench/ab.sh run [ROUNDS] [SHAPES] [FLAGS]
@@ -17,18 +19,25 @@
 # (default --profile), writing $OUT/SHAPE-BUILD-ROUND.txt and printing each
 # run's decode line.
 set -o pipefail
+
+# unxz SRC DST decompresses with xz, or Python's lzma where xz is missing.
+unxz() {
+	xz -dc "$1" >"$2" 2>/dev/null ||
+		python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$1" "$2"
+}
+
 case "$1" in
 build)
 	base=${2:-HEAD}
 	mkdir -p .gpubin
-	go build -tags nostarter -ldflags='-s -w' -o /tmp/hearth-new ./app || exit 1
+	go build -tags nostarter -trimpath -ldflags='-s -w' -o /tmp/hearth-new ./app || exit 1
 	wt=$(mktemp -d)
 	git worktree add -q --detach "$wt" "$base" || exit 1
-	(cd "$wt" && go build -tags nostarter -ldflags='-s -w' -o /tmp/hearth-old ./app)
+	(cd "$wt" && go build -tags nostarter -trimpath -ldflags='-s -w' -o /tmp/hearth-old ./app)
 	rc=$?
 	git worktree remove --force "$wt"
 	[ $rc -eq 0 ] || exit $rc
-	gzip -9c /tmp/hearth-new >.gpubin/new.gz && gzip -9c /tmp/hearth-old >.gpubin/old.gz
+	xz -9e -T2 -c /tmp/hearth-new >.gpubin/new.xz && xz -9e -T2 -c /tmp/hearth-old >.gpubin/old.xz
 	ls -l .gpubin
 	;;
 run)
@@ -39,7 +48,7 @@ run)
 	ldconfig
 	export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json TMPDIR=/dev/shm
 	for b in old new; do
-		gunzip -c .gpubin/$b.gz >/dev/shm/hearth-$b && chmod +x /dev/shm/hearth-$b || exit 1
+		unxz .gpubin/$b.xz /dev/shm/hearth-$b && chmod +x /dev/shm/hearth-$b || exit 1
 	done
 	nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv >"$OUT/smi.txt" 2>&1
 	for s in $shapes; do

@@ -18,6 +18,7 @@ import (
 
 var (
 	benchModels = flag.String("gpubench.models", "llama-3.2-1b,llama-3.1-8b", "synthetic shapes BenchmarkLlama runs (llama-3.2-1b, llama-3.1-8b, tiny)")
+	benchAttn   = flag.String("gpubench.attn", "", "extra attention shapes for the decode benchmark, KxS: keys per value-loop iteration x vec4s of a key row loaded together when scoring, e.g. 8x8,4x32")
 	benchShapes = flag.String("gpubench.shapes", "", "extra matvec shapes for the decode benchmark, e.g. 4x32,2x64 (row kernel: rows x lanes), c8x256 (column kernel: rows per workgroup x most threads)")
 	benchFills  = flag.Int("gpubench.prefills", 3, "prefills timed per prefill benchmark, whatever b.N is (a prefill of the 8B shape takes about a second)")
 	benchArgmax = flag.String("gpubench.argmax", "device", "where decode picks each token: device (the Argmax op; 4 bytes read back, as the engine does for plain greedy requests) or host (the logits read back and argmax'ed on the host)")
@@ -155,6 +156,23 @@ func BenchmarkLlama(b *testing.B) {
 						b.Fatal(err)
 					}
 					defer bn.b.SetMatVec(gpu.MatVecShape{})
+					benchDecode(b, bn, 512)
+				})
+			}
+			if *benchAttn == "" {
+				return
+			}
+			for _, f := range strings.Split(*benchAttn, ",") {
+				var a gpu.AttnShape
+				if n, err := fmt.Sscanf(f, "%dx%d", &a.Keys, &a.Score); n != 2 || err != nil {
+					b.Fatalf("-gpubench.attn entry %q: want KxS", f)
+				}
+				b.Run("decode-attn"+f, func(b *testing.B) {
+					bn := loadBench(b, s)
+					if err := bn.b.SetAttention(a); err != nil {
+						b.Fatal(err)
+					}
+					defer bn.b.SetAttention(gpu.AttnShape{})
 					benchDecode(b, bn, 512)
 				})
 			}

@@ -38,6 +38,28 @@ type Options struct {
 	// MatVec overrides the shape of the matrix-vector kernel (rows per
 	// thread, lanes per row); zero values pick the defaults. For tuning.
 	MatVec MatVecShape
+	// Attn overrides the attention kernel's load grouping. For tuning.
+	Attn AttnShape
+}
+
+// AttnShape groups the attention kernel's loads; zero fields pick the
+// defaults. Keys is how many keys' value rows one iteration of the value
+// loop loads together (1–16; 4). Score is how many vec4s of a key row the
+// scoring loads together (1, 2, 4, 8, 16 or 32; 8, lowered to divide the
+// row).
+type AttnShape struct {
+	Keys, Score int
+}
+
+func (a AttnShape) withDefaults() AttnShape {
+	return AttnShape{Keys: cmp.Or(a.Keys, 4), Score: cmp.Or(a.Score, 8)}
+}
+
+func (a AttnShape) check() error {
+	if a.Keys < 1 || a.Keys > 16 || a.Score < 1 || a.Score > 32 || a.Score&(a.Score-1) != 0 {
+		return fmt.Errorf("gpu: attention shape %+v (keys 1–16; score 1, 2, 4, 8, 16 or 32)", a)
+	}
+	return nil
 }
 
 // MatVecShape picks the matrix-vector kernel and its shape.
@@ -95,6 +117,7 @@ type Backend struct {
 	maxBind  uint64 // bytes one storage binding may span
 	maxBlock uint64 // bytes of one weight block
 	mv       MatVecShape
+	attn     AttnShape
 
 	bufs    []*buffer // by tensor.BufferT index; nil when free
 	serial  uint64    // counts Upload/Alloc calls; a buffer's identity in plan keys
@@ -228,7 +251,12 @@ func New(opt Options) (*Backend, error) {
 		b.maxBlock = min(b.maxBind, opt.WeightBlockBytes)
 	}
 	b.mv = opt.MatVec.withDefaults()
+	b.attn = opt.Attn.withDefaults()
 	if err := checkShape(b.mv, opt.MatVec); err != nil {
+		b.Close()
+		return nil, err
+	}
+	if err := b.attn.check(); err != nil {
 		b.Close()
 		return nil, err
 	}
@@ -260,12 +288,28 @@ func (b *Backend) SetMatVec(s MatVecShape) error {
 		return err
 	}
 	b.mv = s
+	b.dropPlans()
+	return nil
+}
+
+// SetAttention changes the attention kernel's load grouping (for tuning;
+// zero fields pick the defaults); cached plans are dropped.
+func (b *Backend) SetAttention(a AttnShape) error {
+	a = a.withDefaults()
+	if err := a.check(); err != nil {
+		return err
+	}
+	b.attn = a
+	b.dropPlans()
+	return nil
+}
+
+func (b *Backend) dropPlans() {
 	for k, p := range b.plans {
 		p.release()
 		delete(b.plans, k)
 	}
 	b.last = nil
-	return nil
 }
 
 // withDefaults fills the zero fields of s with the default shape.

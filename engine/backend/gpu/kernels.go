@@ -398,20 +398,21 @@ func (c *compiler) attention(i int) error {
 	split := nq*hq <= maxCounters
 	// TP invocations share one key's value row (a vec4 each, DU4 of them
 	// when the row is longer than 128 vec4s); 128/TP keys go in parallel,
-	// UK per iteration (8 measured slower than 4 on the H200).
+	// UK per iteration (AttnShape.Keys).
 	tp := 1
 	for tp < min(d/4, 128) {
 		tp *= 2
 	}
 	// SK: vec4s of a key row loaded together when scoring (four running
-	// sums), the largest of 8, 4, 2, 1 that divides the row
-	sk := 8
+	// sums), the largest power of two up to AttnShape.Score that divides
+	// the row
+	sk := c.b.attn.Score
 	for (d/4)%sk != 0 {
 		sk /= 2
 	}
 	// a split's record: m, l and the D sums, rounded up to 128 bytes
 	ps := (d + 2 + 31) / 32 * 32
-	data := map[string]any{"D": d, "TP": tp, "KG": 128 / tp, "DU4": (d/4 + tp - 1) / tp, "UK": 4, "SK": sk, "Split": split, "PS": ps}
+	data := map[string]any{"D": d, "TP": tp, "KG": 128 / tp, "DU4": (d/4 + tp - 1) / tp, "UK": c.b.attn.Keys, "SK": sk, "Split": split, "PS": ps}
 	if split {
 		// the records are a value of the kernel's own; the counts are the
 		// backend's, zero between dispatches

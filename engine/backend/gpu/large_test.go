@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"hearth/engine/backend/cpu"
@@ -60,19 +61,45 @@ func TestLargeShapes(t *testing.T) {
 	}
 	ref := cpu.New(cpu.Options{})
 	wr := f.upload(t, ref)
-	b := newBackend(t, Options{})
-	wg := f.upload(t, b)
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			want := run(t, ref, wr, tc.build)
-			got := run(t, b, wg, tc.build)
-			for o := range want {
-				for i := range want[o] {
-					if d := math.Abs(float64(got[o][i]-want[o][i])) / (1 + math.Abs(float64(want[o][i]))); !(d <= 1e-4) {
-						t.Fatalf("output %d[%d] = %v, want %v", o, i, got[o][i], want[o][i])
-					}
+	// the attention cases also with other load groupings: every key of a
+	// value loop in one iteration and whole rows scored at once, and odd
+	// groups with a remainder
+	for _, opt := range []Options{{}, {Attn: AttnShape{Keys: 16, Score: 32}}, {Attn: AttnShape{Keys: 3, Score: 2}}} {
+		b := newBackend(t, opt)
+		wg := f.upload(t, b)
+		for _, tc := range cases {
+			if opt.Attn != (AttnShape{}) && !strings.HasPrefix(tc.name, "attention") {
+				continue
+			}
+			largeCase(t, tc.name, ref, b, wr, wg, tc.build)
+		}
+	}
+}
+
+// largeCase runs build on both backends and compares every output.
+func largeCase(t *testing.T, name string, ref, b tensor.Backend, wr, wg map[string]tensor.T, build func(g *tensor.Graph, w map[string]tensor.T, b tensor.Backend) []tensor.T) {
+	t.Run(name, func(t *testing.T) {
+		want := run(t, ref, wr, build)
+		got := run(t, b, wg, build)
+		for o := range want {
+			for i := range want[o] {
+				if d := math.Abs(float64(got[o][i]-want[o][i])) / (1 + math.Abs(float64(want[o][i]))); !(d <= 1e-4) {
+					t.Fatalf("output %d[%d] = %v, want %v", o, i, got[o][i], want[o][i])
 				}
 			}
-		})
+		}
+	})
+}
+
+func TestAttnShapeCheck(t *testing.T) {
+	for _, a := range []AttnShape{{}, {Keys: 16, Score: 32}, {Keys: 3}} {
+		if err := a.withDefaults().check(); err != nil {
+			t.Errorf("%+v: %v", a, err)
+		}
+	}
+	for _, a := range []AttnShape{{Keys: 17}, {Keys: -1}, {Score: 3}, {Score: 64}} {
+		if err := a.withDefaults().check(); err == nil {
+			t.Errorf("%+v: no error", a)
+		}
 	}
 }
