@@ -195,14 +195,25 @@ func (c *compiler) ropeFolds() {
 	nodes := c.g.Nodes
 	for at := range nodes {
 		j, ok := c.jobAt[at]
-		if !ok || j.dual || c.spec(j, 1).Col > 0 {
+		if !ok || j.dual || c.mvRowsOf(j) != 1 {
 			continue
+		}
+		if s := c.spec(j, 1); s.Col > 0 || !s.shared() {
+			continue
+		}
+		// each table is one more storage binding (bindingsFor, a bias one)
+		binds := c.bindingsFor(len(j.mats))
+		for _, t := range j.bias {
+			if !t.IsNone() {
+				binds++
+			}
 		}
 		for i, m := range j.outs {
 			r := c.ropeReader(m)
-			if r < 0 || !j.res[i].IsNone() || c.mvRowsOf(j) != 1 {
+			if r < 0 || !j.res[i].IsNone() || binds >= int(c.b.limits.MaxStorageBuffersPerShaderStage) {
 				continue
 			}
+			binds++
 			if j.rope == nil {
 				j.rope = make([]int, len(j.outs))
 				for k := range j.rope {
@@ -217,7 +228,7 @@ func (c *compiler) ropeFolds() {
 }
 
 // ropeReader is the RoPE node that alone reads all of root m, for one
-// token with host positions and whole rotated pairs, or -1.
+// token with host positions and an even head size, or -1.
 func (c *compiler) ropeReader(m int) int {
 	if c.uses[m] != 1 || c.isOut[m] {
 		return -1
@@ -228,7 +239,8 @@ func (c *compiler) ropeReader(m int) int {
 		if nd.Op == tensor.OpReshape || len(nd.In) == 0 || c.rootOf(nd.In[0]) != m {
 			continue
 		}
-		if nd.Op != tensor.OpRoPE || c.folded[r] || nd.Shape[0] != 1 || nd.Rope.Dims%2 != 0 ||
+		// the kernel pairs rows 2p and 2p+1: a pair within a head
+		if nd.Op != tensor.OpRoPE || c.folded[r] || nd.Shape[0] != 1 || nd.Shape[2]%2 != 0 ||
 			tensor.Elements(nd.Shape) != tensor.Elements(nodes[m].Shape) {
 			return -1
 		}

@@ -318,3 +318,49 @@ var testRopeTrad = &tensor.Rope{InvFreq: []float32{1, 0.5, 0.25, 0.125, 0.0625, 
 var testShapes = []Options{{}, {MatVec: MatVecShape{Rows: 1, Lanes: 16}}, {MatVec: MatVecShape{Rows: 4, Lanes: 32}}, {MatVec: MatVecShape{Rows: 2, Lanes: 32}}, {MatVec: MatVecShape{Rows: 2, Lanes: 8}},
 	{MatVec: MatVecShape{Rows: 2, Lanes: 16, Batch: 4}}, {MatVec: MatVecShape{Rows: 2, Lanes: 8, Batch: 8}}, {MatVec: MatVecShape{Rows: 4, Lanes: 32, Batch: 2}}, {MatVec: MatVecShape{Rows: 2, Iters: 1}}, {MatVec: MatVecShape{Rows: 1, Iters: 4, Batch: 2}},
 	{MatVec: MatVecShape{Cols: 8}}, {MatVec: MatVecShape{Cols: 1, Threads: 64}}, {MatVec: MatVecShape{Cols: 16, Threads: 64}}, {MatVec: MatVecShape{Cols: 32, Threads: 128}}}
+
+// TestRopeFoldPlan checks that a decode step's q and k RoPEs run in the
+// QKV kernel (TestFusions passes whether or not they fold), and that the
+// folded tables keep a kernel within the storage bindings the device
+// allows (a group made to fit 8 folds no table then).
+func TestRopeFoldPlan(t *testing.T) {
+	f := newFixture(t)
+	x1 := f.randn(64)
+	for _, most := range []uint32{0, 8} {
+		b := newBackend(t, Options{})
+		w := f.upload(t, b)
+		if most > 0 {
+			b.limits.MaxStorageBuffersPerShaderStage = most
+		}
+		g := tensor.NewGraph(b)
+		h := g.RMSNorm(g.Input(x1, 1, 64), w["nw"], 1e-5, 0)
+		pos := g.InputInts([]int32{2}, 1)
+		q := g.RoPE(g.Reshape(g.MatMul(h, w["wq"]), 1, 6, 16), pos, testRope)
+		k := g.RoPE(g.Reshape(g.MatMul(h, w["wk"]), 1, 2, 16), pos, testRope)
+		v := g.Reshape(g.MatMul(h, w["wv"]), 1, 2, 16)
+		outs := []tensor.T{q, k, v}
+		if err := g.Err(); err != nil {
+			t.Fatal(err)
+		}
+		p, err := b.compile(g, outs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		roped := 0
+		for _, kn := range p.kernels {
+			if most == 0 && strings.HasPrefix(kn.label, "RoPE") {
+				t.Errorf("limit %d: kernel %q: the RoPE did not fold", most, kn.label)
+			}
+			if strings.HasSuffix(kn.label, " rope") {
+				roped++
+			}
+			if lim := b.limits.MaxStorageBuffersPerShaderStage; uint32(len(kn.ops)) > lim {
+				t.Errorf("limit %d: kernel %q binds %d storage buffers", most, kn.label, len(kn.ops))
+			}
+		}
+		if most == 0 && roped == 0 {
+			t.Errorf("limit %d: no matvec kernel rotates", most)
+		}
+		p.release()
+	}
+}

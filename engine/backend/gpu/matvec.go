@@ -234,7 +234,7 @@ func (s *mvSpec) source() string {
 		}
 		s.branches(&w, in, func(i int, in string) {
 			for r := 0; r < s.Rows; r++ {
-				if s.Rope != nil && s.Rope[i] != nil {
+				if s.ropeOf(i) != nil {
 					p("%slet rw%d = rphys%d(min(row0 + %du, P.n%d - 1u));\n", in, r, i, r, i)
 				} else {
 					p("%slet rw%d = min(row0 + %du, P.n%d - 1u);\n", in, r, r, i)

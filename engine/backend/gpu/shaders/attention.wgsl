@@ -5,12 +5,13 @@
 // (m, l, acc[D]) to Part, a record of PS floats (D + 2 rounded up to 128
 // bytes, so no cache line holds two records), and counts itself done in
 // Cnt; the last split of a (query, head) to finish merges the records into
-// O (see combine) and zeroes the count for the next dispatch. Values are summed by KG groups of
-// TP invocations, each group taking every KG-th key of the tile and each
-// invocation DU4 vec4 columns of it, UK keys per iteration with their
-// loads issued together; the groups are added in workgroup memory at the
-// end. A key's score loads SK vec4s of its row at a time and sums them in
-// four lanes (one chain per lane instead of one for the whole row).
+// O (see combine) and zeroes the count for the next dispatch. Values are
+// summed by KG groups of TP invocations, each group taking every KG-th key
+// of the tile and each invocation DU4 vec4 columns of it, UK keys per
+// iteration with their loads issued together; the groups are added in
+// workgroup memory at the end. A key's score loads SK vec4s of its row at
+// a time and sums them in four lanes (one chain per lane instead of one
+// for the whole row).
 struct Params {
 	nq: u32, hq: u32, hkv: u32, qpos: u32,
 	keylen: u32, window: u32, ring: u32, bidir: u32,
