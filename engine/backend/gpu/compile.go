@@ -100,9 +100,6 @@ func (c *compiler) build() error {
 		if c.b.skip&fuseRopeMV == 0 {
 			c.ropeFolds()
 		}
-		if c.b.skip&fuseNormMV == 0 {
-			c.normFolds()
-		}
 	} else {
 		c.plainJobs()
 	}

@@ -24,7 +24,6 @@ type mvJob struct {
 	bias []tensor.T // per output
 	res  []tensor.T // per output
 	rope []int      // per output: a folded RoPE node, or -1 (nil: none)
-	post int        // an RMSNorm of the output the kernel also writes (normFolds), or -1
 }
 
 // reads reports whether the job reads buffer dst.
@@ -72,7 +71,7 @@ func (c *compiler) mvRows(i int) int {
 func (c *compiler) plainJobs() {
 	for i := range c.g.Nodes {
 		if c.mvRows(i) > 0 {
-			c.addJob(&mvJob{at: i, x: c.g.Nodes[i].In[0], norm: -1, post: -1, mats: []int{i}, outs: []int{i}, bias: []tensor.T{{}}, res: []tensor.T{{}}})
+			c.addJob(&mvJob{at: i, x: c.g.Nodes[i].In[0], norm: -1, mats: []int{i}, outs: []int{i}, bias: []tensor.T{{}}, res: []tensor.T{{}}})
 		}
 	}
 }
@@ -131,14 +130,14 @@ func (c *compiler) fuse() {
 		}
 		taken[gate], taken[up] = true, true
 		c.folded[gate], c.folded[up], c.folded[a] = true, true, true
-		c.addJob(&mvJob{at: u, x: nodes[gate].In[0], norm: -1, post: -1, mats: []int{gate, up}, dual: true, outs: []int{u}, bias: []tensor.T{{}}, res: []tensor.T{{}}})
+		c.addJob(&mvJob{at: u, x: nodes[gate].In[0], norm: -1, mats: []int{gate, up}, dual: true, outs: []int{u}, bias: []tensor.T{{}}, res: []tensor.T{{}}})
 	}
 	// epilogues: bias and residual adds
 	for m := range nodes {
 		if taken[m] || c.mvRows(m) == 0 || c.b.skip&fuseEpilogue != 0 {
 			continue
 		}
-		j := &mvJob{at: m, x: nodes[m].In[0], norm: -1, post: -1, mats: []int{m}, outs: []int{m}, bias: []tensor.T{{}}, res: []tensor.T{{}}}
+		j := &mvJob{at: m, x: nodes[m].In[0], norm: -1, mats: []int{m}, outs: []int{m}, bias: []tensor.T{{}}, res: []tensor.T{{}}}
 		if a := c.single(m); a >= 0 && nodes[a].Op == tensor.OpAdd && nodes[a].In[0].Node() == m {
 			if bb := c.bufOf(nodes[a].In[1]); bb != nil && !bb.alloc && !bb.kind.quantized() && len(bb.shape) == 1 && bb.shape[0] == nodes[m].Shape[len(nodes[m].Shape)-1] {
 				j.bias[0] = nodes[a].In[1]
@@ -170,7 +169,7 @@ func (c *compiler) fuse() {
 		if taken[m] || c.mvRows(m) == 0 {
 			continue
 		}
-		j := &mvJob{at: m, x: nodes[m].In[0], norm: -1, post: -1, mats: []int{m}, outs: []int{m}, bias: []tensor.T{{}}, res: []tensor.T{{}}}
+		j := &mvJob{at: m, x: nodes[m].In[0], norm: -1, mats: []int{m}, outs: []int{m}, bias: []tensor.T{{}}, res: []tensor.T{{}}}
 		taken[m] = true
 		for o := m + 1; o < len(nodes) && len(j.mats) < 3; o++ {
 			if c.b.skip&fuseGroup == 0 && !taken[o] && c.mvRows(o) > 0 && sameWeightShape(c, m, o) && c.bindingsFor(len(j.mats)+1) <= int(c.b.limits.MaxStorageBuffersPerShaderStage) {
@@ -224,49 +223,6 @@ func (c *compiler) ropeFolds() {
 			j.rope[i], j.outs[i] = r, r
 			c.folded[r] = true
 			c.writerAt[r] = j.at
-		}
-	}
-}
-
-// normFolds lets a one-row, one-output matrix-vector kernel write the
-// RMSNorm of its output that later kernels fold into their prologues (the
-// residual stream before a layer's norms): its last workgroup to finish
-// normalises the row once, and the later kernels stage the normalised row
-// as plain x instead of each workgroup normalising it again.
-func (c *compiler) normFolds() {
-	byNorm := map[int][]*mvJob{}
-	for at := range c.g.Nodes {
-		if j, ok := c.jobAt[at]; ok && j.norm >= 0 {
-			byNorm[j.norm] = append(byNorm[j.norm], j)
-		}
-	}
-	for at := range c.g.Nodes {
-		r := c.g.Nodes[at].Op
-		jobs, ok := byNorm[at]
-		if !ok || r != tensor.OpRMSNorm {
-			continue
-		}
-		h := c.rootOf(c.g.Nodes[at].In[0])
-		if h < 0 {
-			continue
-		}
-		p, ok := c.jobAt[c.writerAt[h]]
-		if !ok || len(p.outs) != 1 || p.outs[0] != h || p.norm >= 0 || p.post >= 0 || p.rope != nil || c.mvRowsOf(p) != 1 {
-			continue
-		}
-		if s := c.spec(p, 1); s.Col > 0 || !s.shared() {
-			continue
-		}
-		// x, weights, norm weight, output, residual, bias, copy, counts
-		binds := c.bindingsFor(len(p.mats)) + 3
-		if binds > int(c.b.limits.MaxStorageBuffersPerShaderStage) {
-			continue
-		}
-		p.post = at
-		c.writerAt[at] = p.at
-		for _, j := range jobs {
-			j.norm = -1
-			j.x = c.g.Nodes[j.mats[0]].In[0]
 		}
 	}
 }
@@ -424,12 +380,8 @@ func (c *compiler) matvec(j *mvJob) error {
 		next(wo...)
 		s.W = append(s.W, a)
 	}
-	norm := j.norm // the RMSNorm whose weight, eps and shift the kernel uses
-	if j.post >= 0 {
-		norm = j.post
-	}
-	if norm >= 0 && len(g.Nodes[norm].In) > 1 {
-		a, wo, err := c.weight(g.Nodes[norm].In[1], 0, "nw", bind, tensor.Elements(g.Nodes[norm].Shape), false)
+	if s.RMS && len(g.Nodes[j.norm].In) > 1 {
+		a, wo, err := c.weight(g.Nodes[j.norm].In[1], 0, "nw", bind, s.K, false)
 		if err != nil {
 			return err
 		}
@@ -467,17 +419,6 @@ func (c *compiler) matvec(j *mvJob) error {
 			s.Res[i] = next(ro)
 		}
 	}
-	postOff := func(*tensor.Graph) uint32 { return 0 }
-	if j.post >= 0 {
-		cnt, err := c.b.counterBuf()
-		if err != nil {
-			return err
-		}
-		var o operand
-		o, postOff = c.out(j.post)
-		s.Post = next(o)
-		s.PostCnt = next(operand{kind: opData, buf: cnt, write: true})
-	}
 	src := s.source()
 	rpw := s.rowsPerWG()
 	wgs := make([]int, len(ns))
@@ -486,6 +427,7 @@ func (c *compiler) matvec(j *mvJob) error {
 		total += (n + rpw - 1) / rpw
 		wgs[i] = total
 	}
+	norm := j.norm
 	label := fmt.Sprintf("matvec %v k%d", c.bufOf(first.In[1]).kind, s.K)
 	switch {
 	case j.dual:
@@ -502,9 +444,6 @@ func (c *compiler) matvec(j *mvJob) error {
 	if s.roped() {
 		label += " rope"
 	}
-	if j.post >= 0 {
-		label += " norm"
-	}
 	c.add(kspec{label: label, src: src, ops: ops,
 		params: func(g *tensor.Graph, p *[16]uint32) {
 			p[0] = uint32(m)
@@ -516,9 +455,6 @@ func (c *compiler) matvec(j *mvJob) error {
 			p[4], p[5], p[6] = uint32(wgs[0]), uint32(wgs[min(1, len(wgs)-1)]), uint32(total)
 			if norm >= 0 {
 				p[7], p[8] = f32bits(g.Nodes[norm].F[0]), f32bits(g.Nodes[norm].F[1])
-			}
-			if j.post >= 0 {
-				p[10] = postOff(g) // off1: one output, so free
 			}
 		},
 		grid: grid1(total, (m+s.MB-1)/s.MB),

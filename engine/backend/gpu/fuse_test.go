@@ -227,23 +227,6 @@ func TestFusions(t *testing.T) {
 			y := g.Add(g.MatMul(g.Input(x1, 1, 64), w["wq"]), w["bias"])
 			return []tensor.T{g.RoPE(g.Reshape(y, 1, 6, 16), g.InputInts([]int32{7}, 1), testRopeTrad)}
 		}},
-		// the residual stream and the norms after it: the residual
-		// kernel writes the row normalised (once), and the group and the
-		// gated MLP after it read that instead of normalising it again;
-		// a shifted norm (1 + w, as Gemma's), and one without weight
-		{"norm-fold", func(g *tensor.Graph, w map[string]tensor.T, _ tensor.Backend) []tensor.T {
-			h := g.Add(g.MatMul(g.Input(x1, 1, 64), w["wf32"]), g.Input(r64[:64], 1, 64))
-			n := g.RMSNorm(h, w["nw"], 1e-5, 0)
-			m := g.Mul(g.SiLU(g.MatMul(n, w["gate"])), g.MatMul(n, w["up"]))
-			h2 := g.Add(g.MatMul(g.Input(x1, 1, 64), w["wf32b"]), g.Input(r64[64:96], 1, 32))
-			return []tensor.T{h, g.MatMul(n, w["wq"]), g.MatMul(n, w["wk"]), m, h2}
-		}},
-		{"norm-fold-shift", func(g *tensor.Graph, w map[string]tensor.T, _ tensor.Backend) []tensor.T {
-			h := g.Add(g.MatMul(g.Input(x1, 1, 64), w["wf32"]), g.Input(r64[:64], 1, 64))
-			n := g.RMSNorm(h, w["nw32"], 1e-6, 1)
-			h3 := g.Add(g.MatMul(n, w["wf32"]), h)
-			return []tensor.T{g.MatMul(g.RMSNorm(h3, tensor.T{}, 1e-6, 0), w["wq"]), h3}
-		}},
 		{"group-m5", func(g *tensor.Graph, w map[string]tensor.T, _ tensor.Backend) []tensor.T {
 			x := g.Input(x5, 5, 64)
 			return []tensor.T{g.MatMul(x, w["w3"]), g.MatMul(x, w["w5"]), g.MatMul(x, w["w6"])}
@@ -278,9 +261,8 @@ func TestFusions(t *testing.T) {
 		b := newBackend(t, opt)
 		wg := f.upload(t, b)
 		if si == 1 {
-			// the RoPE dispatches (a pair, one alone) and the RMS
-			// prologues as they run unfolded
-			b.skip = fuseRopeMV | fuseNormMV
+			// the RoPE dispatches (a pair, one alone) as they run unfolded
+			b.skip = fuseRopeMV
 		}
 		for _, tc := range cases {
 			// the batch cases are for the row kernel; the column kernel
@@ -336,35 +318,6 @@ var testRopeTrad = &tensor.Rope{InvFreq: []float32{1, 0.5, 0.25, 0.125, 0.0625, 
 var testShapes = []Options{{}, {MatVec: MatVecShape{Rows: 1, Lanes: 16}}, {MatVec: MatVecShape{Rows: 4, Lanes: 32}}, {MatVec: MatVecShape{Rows: 2, Lanes: 32}}, {MatVec: MatVecShape{Rows: 2, Lanes: 8}},
 	{MatVec: MatVecShape{Rows: 2, Lanes: 16, Batch: 4}}, {MatVec: MatVecShape{Rows: 2, Lanes: 8, Batch: 8}}, {MatVec: MatVecShape{Rows: 4, Lanes: 32, Batch: 2}}, {MatVec: MatVecShape{Rows: 2, Iters: 1}}, {MatVec: MatVecShape{Rows: 1, Iters: 4, Batch: 2}},
 	{MatVec: MatVecShape{Cols: 8}}, {MatVec: MatVecShape{Cols: 1, Threads: 64}}, {MatVec: MatVecShape{Cols: 16, Threads: 64}}, {MatVec: MatVecShape{Cols: 32, Threads: 128}}}
-
-// TestNormFoldPlan checks that the residual kernel writes the normalised
-// row and the kernels after it read that row without an RMS prologue of
-// their own (TestFusions passes whether or not the norm folds).
-func TestNormFoldPlan(t *testing.T) {
-	f := newFixture(t)
-	x1, r := f.randn(64), f.randn(64)
-	b := newBackend(t, Options{})
-	w := f.upload(t, b)
-	g := tensor.NewGraph(b)
-	h := g.Add(g.MatMul(g.Input(x1, 1, 64), w["wf32"]), g.Input(r, 1, 64))
-	n := g.RMSNorm(h, w["nw"], 1e-5, 0)
-	outs := []tensor.T{h, g.MatMul(n, w["wq"]), g.MatMul(n, w["wk"])}
-	if err := g.Err(); err != nil {
-		t.Fatal(err)
-	}
-	p, err := b.compile(g, outs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.release()
-	var labels []string
-	for _, kn := range p.kernels {
-		labels = append(labels, kn.label)
-	}
-	if len(labels) != 2 || !strings.HasSuffix(labels[0], " res norm") || strings.Contains(labels[1], "rms") {
-		t.Errorf("kernels %q, want a residual kernel writing the norm, then a group without an RMS prologue", labels)
-	}
-}
 
 // TestRopeFoldPlan checks that a decode step's q and k RoPEs run in the
 // QKV kernel (TestFusions passes whether or not they fold), and that the

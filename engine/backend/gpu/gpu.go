@@ -148,7 +148,6 @@ const (
 	fuseStore
 	fuseRope
 	fuseRopeMV // a one-token RoPE into the matrix-vector kernel before it
-	fuseNormMV // an RMSNorm of one row into the matrix-vector kernel before it
 )
 
 // Probe reports the adapter New would pick, without making a device.

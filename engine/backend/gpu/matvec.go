@@ -51,11 +51,6 @@ type mvSpec struct {
 	Col   int // column kernel: rows per workgroup; 0: the row kernel (colFit)
 	T     int // column kernel: invocations per workgroup
 	NB    int // column kernel: blocks of a row per invocation
-	// Post > 0: a one-output, one-row kernel that also writes its output
-	// row RMS-normalised (by Norm, eps and shift from P) to binding Post,
-	// at element offset P.off1, done by the last workgroup to finish
-	// (counted in binding PostCnt)
-	Post, PostCnt int
 }
 
 // mvRope rotates an output of the row kernel (one row of x) the way a
@@ -197,11 +192,8 @@ func (s *mvSpec) source() string {
 	if s.shared() {
 		p("const CB: u32 = %du;\n", s.CB)
 		p("var<workgroup> xsh: array<vec4<f32>, %d>;\nvar<workgroup> xbs: array<f32, %d>;\n", s.CB*8, s.CB)
-		if s.RMS || s.Post > 0 {
+		if s.RMS {
 			p("var<workgroup> ssr: array<f32, 16>;\n")
-		}
-		if s.Post > 0 {
-			p("var<workgroup> done: u32;\n")
 		}
 	} else {
 		p("fn xload(b: u32, m0: u32, i: u32) -> vec4<f32> { return X[min(m0 + b, P.m - 1u) * K4 + i]; }\n")
@@ -278,10 +270,10 @@ func (s *mvSpec) source() string {
 	}
 	workgroupBarrier();
 `, slots)
-	// with a rotated output or a normalised copy every invocation stays
-	// for the barriers after the sums: those past N redo invocation N-1's
+	// with a rotated output every invocation stays for the swap of sums
+	// (barriers need them all): those past N redo invocation N-1's sums
 	id := "li"
-	if s.roped() || s.Post > 0 {
+	if s.roped() {
 		p("\tlet lr = min(li, %du);\n", N-1)
 		id = "lr"
 	} else {
@@ -312,68 +304,11 @@ func (s *mvSpec) source() string {
 	if s.roped() {
 		// the pair's other sum (row ^ 1: its neighbour invocation)
 		p("\tworkgroupBarrier();\n\tred[li] = v;\n\tworkgroupBarrier();\n\tlet vp = red[lr ^ 1u];\n")
-		args += ", vp"
-	}
-	if s.Post > 0 {
-		p("\tif (li < %du) {\n", N)
-		s.branches(&w, "\t\t", func(i int, in string) { p("%sstore%d(%s);\n", in, i, args) })
-		p("\t}\n")
-		s.postTail(&w)
-		return w.String()
-	}
-	if s.roped() {
 		p("\tif (li >= %du) {\n\t\treturn;\n\t}\n", N)
+		args += ", vp"
 	}
 	s.storeCall(&w, args)
 	return w.String()
-}
-
-// postTail ends a Post kernel: every workgroup counts itself done once
-// its rows are stored (a device-scope barrier first, as attention's
-// splits do); the last one reads the whole output row back, normalises it
-// and writes the copy.
-func (s *mvSpec) postTail(w *strings.Builder) {
-	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
-	p(`	storageBarrier();
-	if (li == 0u) {
-		done = atomicAdd(&PCNT[0], 1u);
-	}
-	if (workgroupUniformLoad(&done) + 1u < P.wgt) {
-		return;
-	}
-	storageBarrier();
-	if (li == 0u) {
-		atomicStore(&PCNT[0], 0u);
-	}
-	let hb = P.off0 + P.col0;
-	var ss = 0.0;
-	for (var i = li; i < P.n0; i += 256u) {
-		let v = O0[hb + i];
-		ss += v * v;
-	}
-	red[li] = ss;
-	workgroupBarrier();
-	if (li < 16u) {
-		var t = 0.0;
-		for (var j = 0u; j < 16u; j++) {
-			t += red[li * 16u + j];
-		}
-		ssr[li] = t;
-	}
-	workgroupBarrier();
-	var tot = 0.0;
-	for (var j = 0u; j < 16u; j++) {
-		tot += ssr[j];
-	}
-	let inv = 1.0 / sqrt(tot / f32(P.n0) + P.eps);
-	for (var i = li; i < P.n0; i += 256u) {
-`)
-	if s.Norm != nil {
-		p("\t\tXN[P.off1 + i] = O0[hb + i] * inv * (nw_get(0u, i) + P.shift);\n")
-	} else {
-		p("\t\tXN[P.off1 + i] = O0[hb + i] * inv;\n")
-	}
-	p("\t}\n}\n")
 }
 
 // rowBatch writes nb block iterations (it, it+1, …) of the row kernel
@@ -442,10 +377,6 @@ func (s *mvSpec) bindings(w *strings.Builder, prescaled bool) {
 	}
 	if s.Norm != nil {
 		w.WriteString(s.Norm.String())
-	}
-	if s.Post > 0 {
-		p("@group(0) @binding(%d) var<storage, read_write> XN: array<f32>;\n", s.Post)
-		p("@group(0) @binding(%d) var<storage, read_write> PCNT: array<atomic<u32>>;\n", s.PostCnt)
 	}
 	for i := range s.Out {
 		if s.Bias[i] != nil {
