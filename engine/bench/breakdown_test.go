@@ -35,14 +35,7 @@ func TestDecodeBreakdown(t *testing.T) {
 	if *breakdownShape == "" {
 		t.Skip("no -breakdown shape")
 	}
-	opt := Options{Synthetic: *breakdownShape, Quant: *breakdownQuant, CacheDir: *synthCache, Engine: engine.Options{Backend: "cpu", Threads: *breakdownThr, Int8Activations: *breakdownInt8}}.withDefaults()
-	if opt.CacheDir == "" {
-		opt.CacheDir = t.TempDir()
-	}
-	dir, err := opt.synthesize()
-	if err != nil {
-		t.Fatal(err)
-	}
+	opt, dir := breakdownModel(t)
 	var rep Report
 	if err := rep.weightBytes(dir); err != nil {
 		t.Fatal(err)
@@ -114,6 +107,20 @@ func TestDecodeBreakdown(t *testing.T) {
 	fast.Write(os.Stdout)
 }
 
+// breakdownModel is the options of the -breakdown flags and the synthetic
+// checkpoint they name (under -synthcache, or a temporary directory).
+func breakdownModel(t *testing.T) (Options, string) {
+	opt := Options{Synthetic: *breakdownShape, Quant: *breakdownQuant, CacheDir: *synthCache, Engine: engine.Options{Backend: "cpu", Threads: *breakdownThr, Int8Activations: *breakdownInt8}}.withDefaults()
+	if opt.CacheDir == "" {
+		opt.CacheDir = t.TempDir()
+	}
+	dir, err := opt.synthesize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return opt, dir
+}
+
 var breakdownAB = flag.Bool("breakdown.ab", false, "TestDecodeHugePagesAB: compare decode steps on huge-page weights (engine.Load) with mapped ones")
 
 // TestDecodeHugePagesAB loads the -breakdown shape twice, through
@@ -124,14 +131,7 @@ func TestDecodeHugePagesAB(t *testing.T) {
 	if *breakdownShape == "" || !*breakdownAB {
 		t.Skip("no -breakdown shape or no -breakdown.ab")
 	}
-	opt := Options{Synthetic: *breakdownShape, Quant: *breakdownQuant, CacheDir: *synthCache, Engine: engine.Options{Backend: "cpu", Threads: *breakdownThr, Int8Activations: *breakdownInt8}}.withDefaults()
-	if opt.CacheDir == "" {
-		opt.CacheDir = t.TempDir()
-	}
-	dir, err := opt.synthesize()
-	if err != nil {
-		t.Fatal(err)
-	}
+	opt, dir := breakdownModel(t)
 	m, err := engine.Load(dir, opt.Engine)
 	if err != nil {
 		t.Fatal(err)

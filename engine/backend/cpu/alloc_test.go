@@ -64,6 +64,19 @@ func newDecoder(t testing.TB, b *Backend, rng *rand.Rand) *decoderStep {
 	return d
 }
 
+// logits runs one step of tokens at pos on b and reads its output.
+func (d *decoderStep) logits(t testing.TB, b *Backend, tokens []int32, pos int) []float32 {
+	g, out := d.graph(b, tokens, pos)
+	if err := b.Run(context.Background(), g, out); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]float32, tensor.Elements(g.Shape(out)))
+	if err := b.Read(out, got); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
 func (d *decoderStep) graph(b *Backend, tokens []int32, pos int) (*tensor.Graph, tensor.T) {
 	g := tensor.NewGraph(b)
 	n := len(tokens)
@@ -129,18 +142,7 @@ func TestPlanReuse(t *testing.T) {
 	b := New(Options{Threads: 2})
 	defer b.Close()
 	d := newDecoder(t, b, rng)
-	ctx := context.Background()
-	run := func(tokens []int32, pos int) []float32 {
-		g, out := d.graph(b, tokens, pos)
-		if err := b.Run(ctx, g, out); err != nil {
-			t.Fatal(err)
-		}
-		got := make([]float32, tensor.Elements(g.Shape(out)))
-		if err := b.Read(out, got); err != nil {
-			t.Fatal(err)
-		}
-		return got
-	}
+	run := func(tokens []int32, pos int) []float32 { return d.logits(t, b, tokens, pos) }
 	run([]int32{1, 2, 3}, 0)
 	first := run([]int32{7}, 3)
 	run([]int32{8}, 4) // same plan, different data

@@ -1,12 +1,10 @@
 package cpu
 
 import (
-	"context"
 	"math/rand/v2"
 	"strings"
 	"testing"
 
-	"hearth/engine/tensor"
 )
 
 // TestProfile profiles decode steps of the two-layer decoder: every
@@ -18,22 +16,8 @@ func TestProfile(t *testing.T) {
 	b := New(Options{Threads: 2})
 	defer b.Close()
 	d := newDecoder(t, b, rand.New(rand.NewPCG(5, 6)))
-	ctx := context.Background()
-	run := func() []float32 {
-		g, out := d.graph(b, []int32{9}, 3)
-		if err := b.Run(ctx, g, out); err != nil {
-			t.Fatal(err)
-		}
-		got := make([]float32, tensor.Elements(g.Shape(out)))
-		if err := b.Read(out, got); err != nil {
-			t.Fatal(err)
-		}
-		return got
-	}
-	g, out := d.graph(b, []int32{3, 1, 4}, 0)
-	if err := b.Run(ctx, g, out); err != nil {
-		t.Fatal(err)
-	}
+	run := func() []float32 { return d.logits(t, b, []int32{9}, 3) }
+	d.logits(t, b, []int32{3, 1, 4}, 0) // the prompt
 	plain := run()
 	p := &Profile{}
 	b.SetProfile(p)
