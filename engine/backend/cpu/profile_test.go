@@ -4,7 +4,6 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
-
 )
 
 // TestProfile profiles decode steps of the two-layer decoder: every
