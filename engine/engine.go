@@ -250,9 +250,7 @@ func (s *Sequence) run(ctx context.Context, tokens []int32, all, argmax bool) ([
 // false on the cpu backend, whose weights are read from host memory at the
 // host's stream rate (engine/bench measures that).
 func (m *Model) ReadBandwidth(size int64, passes int) (rates []float64, ok bool, err error) {
-	r, ok := m.backend.(interface {
-		ReadBandwidth(size int64, passes int) ([]float64, error)
-	})
+	r, ok := m.backend.(tensor.BandwidthReader)
 	if !ok {
 		return nil, false, nil
 	}

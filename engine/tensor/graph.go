@@ -90,6 +90,14 @@ type Profiler interface {
 	LastProfile() ([]KernelTime, error)
 }
 
+// BandwidthReader is implemented by backends whose weights live in memory
+// of their own (a GPU's): ReadBandwidth measures how fast the device's
+// kernels read it, the rate of each of passes reads of about size bytes,
+// in bytes per second.
+type BandwidthReader interface {
+	ReadBandwidth(size int64, passes int) ([]float64, error)
+}
+
 // KernelTime is the device time one kind of kernel took in a profiled run.
 type KernelTime struct {
 	Label string        `json:"label"`

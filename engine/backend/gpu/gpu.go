@@ -448,5 +448,11 @@ func (b *Backend) Close() error {
 	return nil
 }
 
-// check is the interface assertion: Backend is a tensor.Backend.
-var _ tensor.Backend = (*Backend)(nil)
+// Backend is a tensor.Backend with every optional interface.
+var (
+	_ tensor.Backend         = (*Backend)(nil)
+	_ tensor.UploadCopier    = (*Backend)(nil)
+	_ tensor.Pipeliner       = (*Backend)(nil)
+	_ tensor.Profiler        = (*Backend)(nil)
+	_ tensor.BandwidthReader = (*Backend)(nil)
+)
