@@ -171,9 +171,5 @@ func (t *passTimer) run(b *Backend, pipe *wgpu.ComputePipeline, groups []*wgpu.B
 	if err := b.mapBytes(t.read, 0, raw); err != nil {
 		return 0, err
 	}
-	t0s, t1s := binary.LittleEndian.Uint64(raw), binary.LittleEndian.Uint64(raw[8:])
-	if t1s < t0s {
-		return 0, nil
-	}
-	return time.Duration(t1s - t0s), nil
+	return between(binary.LittleEndian.Uint64(raw), binary.LittleEndian.Uint64(raw[8:])), nil
 }
