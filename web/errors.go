@@ -77,11 +77,9 @@ func classify(err error) problem {
 		return problem{Status: http.StatusBadRequest, Param: "model", Message: err.Error()}
 	case errors.As(err, &fe):
 		return problem{Status: http.StatusBadRequest, Param: "model", Code: "insufficient_memory", Message: err.Error()}
-	case errors.Is(err, registry.ErrUnservable):
-		return problem{Status: http.StatusBadRequest, Param: "model", Code: "model_load_failed", Message: err.Error()}
-	case errors.As(err, &le):
-		// A broken checkpoint: the request named a model that cannot run
-		// as it is on disk; the server itself is fine.
+	case errors.Is(err, registry.ErrUnservable), errors.As(err, &le):
+		// A model that cannot run as it is on disk (unservable, or a broken
+		// checkpoint): the request's fault, the server itself is fine.
 		return problem{Status: http.StatusBadRequest, Param: "model", Code: "model_load_failed", Message: err.Error()}
 	case errors.Is(err, pool.ErrNoModel):
 		return problem{Status: http.StatusBadRequest, Param: "model", Message: "model is required: " + err.Error()}
