@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -154,9 +155,9 @@ func (p *Profile) Write(w io.Writer) {
 		keys = append(keys, k)
 		nodes += e.Time
 	}
-	slices.SortFunc(keys, func(a, b ProfileKey) int { return int(p.Nodes[b].Time - p.Nodes[a].Time) })
+	slices.SortFunc(keys, func(a, b ProfileKey) int { return cmp.Compare(p.Nodes[b].Time, p.Nodes[a].Time) })
 	fmt.Fprintf(w, "per run (%d runs): %.0f µs in Run, %.0f µs in nodes\n", p.Runs, us(p.RunTime), us(nodes))
-	fmt.Fprintf(w, "%-12s %-10s %7s %6s %9s %6s %8s\n", "op", "format", "rows×k", "n/run", "µs/run", "%", "GB/s")
+	fmt.Fprintf(w, "%-12s %-10s %12s %5s %9s %6s %8s\n", "op", "format", "rows×k", "n/run", "µs/run", "%", "GB/s")
 	for _, k := range keys {
 		e := p.Nodes[k]
 		shape := ""
