@@ -321,13 +321,8 @@ func (b *Backend) Read(t tensor.T, dst []float32) error {
 	}
 	size := uint64(n) * 4
 	st := &b.pool
-	if st.stage == nil || st.stSize < size {
-		buf, err := b.dev.CreateBuffer(&wgpu.BufferDescriptor{Label: "read", Size: (size + 255) &^ 255, Usage: wgpu.BufferUsageMapRead | wgpu.BufferUsageCopyDst})
-		if err != nil {
-			return fmt.Errorf("read: allocate %d bytes: %w", size, err)
-		}
-		dropBuffer(st.stage)
-		st.stage, st.stSize = buf, (size+255)&^255
+	if _, err := growMapRead(b, &st.stage, &st.stSize, size, "read"); err != nil {
+		return fmt.Errorf("read: %w", err)
 	}
 	enc, err := b.dev.CreateCommandEncoder(nil)
 	if err != nil {

@@ -95,18 +95,28 @@ func (p *pool) ensure(b *Backend, pl *plan) error {
 // ensureReadback grows readback buffer i (never bound, so plans keep
 // their bindings).
 func (p *pool) ensureReadback(b *Backend, i int, need uint64) error {
-	if p.readback[i] != nil && p.rbSize[i] >= need {
-		return nil
+	grew, err := growMapRead(b, &p.readback[i], &p.rbSize[i], need, "readback")
+	if grew {
+		p.rbGen[i]++ // pre-encoded copies into the old one are void
 	}
-	size := max(need, 256)
-	buf, err := b.dev.CreateBuffer(&wgpu.BufferDescriptor{Label: "readback", Size: size, Usage: wgpu.BufferUsageMapRead | wgpu.BufferUsageCopyDst})
+	return err
+}
+
+// growMapRead replaces *buf with a host-readable copy target of at least
+// need bytes (rounded up to 256) when it is smaller, reporting whether it
+// did.
+func growMapRead(b *Backend, buf **wgpu.Buffer, size *uint64, need uint64, label string) (bool, error) {
+	if *buf != nil && *size >= need {
+		return false, nil
+	}
+	n := max((need+255)&^255, 256)
+	nb, err := b.dev.CreateBuffer(&wgpu.BufferDescriptor{Label: label, Size: n, Usage: wgpu.BufferUsageMapRead | wgpu.BufferUsageCopyDst})
 	if err != nil {
-		return fmt.Errorf("allocate %d bytes for readback: %w", size, err)
+		return false, fmt.Errorf("allocate %d bytes for %s: %w", n, label, err)
 	}
-	dropBuffer(p.readback[i])
-	p.readback[i], p.rbSize[i] = buf, size
-	p.rbGen[i]++ // pre-encoded copies into the old one are void
-	return nil
+	dropBuffer(*buf)
+	*buf, *size = nb, n
+	return true, nil
 }
 
 // resolve is the device buffer, offset and size an operand binds.
