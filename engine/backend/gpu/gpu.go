@@ -381,7 +381,7 @@ func checkShape(s, asked MatVecShape) error {
 		(s.Cols == 0 || pow2(s.Cols, 32)) && pow2(s.Threads, 256) && s.Threads >= 64 && s.Iters >= 0 {
 		return nil
 	}
-	return fmt.Errorf("gpu: matvec shape %+v (rows 1, 2 or 4; lanes 8, 16, 32 or 64; batch 1, 2, 4 or 8; cols 0 or a power of two up to 32; threads 64, 128 or 256)", asked)
+	return fmt.Errorf("gpu: matvec shape %+v (rows 1, 2 or 4; lanes 8, 16, 32 or 64; iters 0 or more; batch 1, 2, 4 or 8; cols 0 or a power of two up to 32; threads 64, 128 or 256)", asked)
 }
 
 // Name is "gpu".

@@ -578,6 +578,7 @@ func (s *mvSpec) storeFunc(w *strings.Builder, i int) {
 	p("\tO%d[P.off%d + mr * P.stride%d + P.col0 + row] = v;\n}\n", i, i, i)
 }
 
+// ropeOf is output i's rotation, or nil.
 func (s *mvSpec) ropeOf(i int) *mvRope {
 	if s.Rope == nil {
 		return nil
