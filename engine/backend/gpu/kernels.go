@@ -412,7 +412,7 @@ func (c *compiler) attention(i int) error {
 	}
 	// a split's record: m, l and the D sums, rounded up to 128 bytes
 	ps := (d + 2 + 31) / 32 * 32
-	data := map[string]any{"D": d, "TP": tp, "KG": 128 / tp, "DU4": (d/4 + tp - 1) / tp, "UK": c.b.attn.Keys, "SK": sk, "Split": split, "PS": ps}
+	data := map[string]any{"D": d, "TP": tp, "KG": 128 / tp, "DU4": (d/4 + tp - 1) / tp, "UK": c.b.attn.Keys, "SK": sk, "Split": split, "PS": ps, "MaxSplits": maxSplits}
 	if split {
 		// the records are a value of the kernel's own; the counts are the
 		// backend's, zero between dispatches

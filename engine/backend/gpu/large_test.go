@@ -15,6 +15,7 @@ func TestLargeShapes(t *testing.T) {
 	f := newFixture(t)
 	x, h := f.randn(200*64), f.randn(100*128)
 	q, k, v := f.randn(150*4*64), f.randn(300*2*64), f.randn(300*2*64)
+	kl, vl := f.randn(2100*2*64), f.randn(2100*2*64)
 	cases := []struct {
 		name  string
 		build func(g *tensor.Graph, w map[string]tensor.T, b tensor.Backend) []tensor.T
@@ -57,6 +58,16 @@ func TestLargeShapes(t *testing.T) {
 			vT := g.Store(vb, g.Input(v, 300, 2, 64), 0)
 			a := g.Attention(g.Input(q[4*4*64:5*4*64], 1, 4, 64), kT, vT, tensor.AttnSpec{QueryPos: 299, KeyLen: 300})
 			return []tensor.T{a, g.Attention(g.Input(q[7*4*64:8*4*64], 1, 4, 64), kT, vT, tensor.AttnSpec{QueryPos: 99, KeyLen: 100})}
+		}},
+		// the merge reads the records of 8 splits at a time: 10 splits
+		// (a ragged last group), then the most (32)
+		{"attention-decode-many-splits", func(g *tensor.Graph, w map[string]tensor.T, b tensor.Backend) []tensor.T {
+			kb, _ := b.Alloc([]int{2100, 2, 64})
+			vb, _ := b.Alloc([]int{2100, 2, 64})
+			kT := g.Store(kb, g.Input(kl, 2100, 2, 64), 0)
+			vT := g.Store(vb, g.Input(vl, 2100, 2, 64), 0)
+			a := g.Attention(g.Input(q[:4*64], 1, 4, 64), kT, vT, tensor.AttnSpec{QueryPos: 599, KeyLen: 600})
+			return []tensor.T{a, g.Attention(g.Input(q[4*64:2*4*64], 1, 4, 64), kT, vT, tensor.AttnSpec{QueryPos: 2099, KeyLen: 2100})}
 		}},
 	}
 	ref := cpu.New(cpu.Options{})

@@ -26,7 +26,9 @@ struct Params {
 {{if .Split}}@group(0) @binding(5) var<storage, read_write> Part: array<f32>;
 @group(0) @binding(6) var<storage, read_write> Cnt: array<atomic<u32>>;
 const PS: u32 = {{.PS}}u;
+const MAXS: u32 = {{.MaxSplits}}u;
 var<workgroup> done: u32;
+var<workgroup> cw: array<f32, {{.MaxSplits}}>;
 {{end}}const D: u32 = {{.D}}u;
 const D4: u32 = {{div .D 4}}u;
 const TP: u32 = {{.TP}}u;
@@ -217,25 +219,36 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 	combine(qh, li);
 {{end}}}
 
-// combine merges the splits' records of query-head qh into O.
+// combine merges the splits' records of query-head qh into O. The
+// records are read in parallel, not one split after another (a chain of
+// dependent reads per split): invocation t reads split t's (m, l), the
+// workgroup reduces them, and each output element then loads its sums of
+// 8 splits at a time.
 {{if .Split}}fn combine(qh: u32, li: u32) {
 	let stride = P.nq * P.hq * PS;
-	var mx = NONE;
-	for (var t = 0u; t < P.splits; t++) {
-		mx = max(mx, Part[t * stride + qh * PS]);
+	var mt = NONE;
+	var lt = 0.0;
+	if (li < P.splits) {
+		mt = Part[li * stride + qh * PS];
+		lt = Part[li * stride + qh * PS + 1u];
 	}
-	var total = 0.0;
-	for (var t = 0u; t < P.splits; t++) {
-		let pb = t * stride + qh * PS;
-		total += Part[pb + 1u] * exp(Part[pb] - mx);
+	let mx = wgMax(li, mt);
+	let wt = exp(mt - mx);
+	let total = wgSum(li, lt * wt);
+	if (li < MAXS) {
+		// a split's weight; 0 past the last, whose records are not read
+		cw[li] = select(0.0, wt / total, li < P.splits);
 	}
+	workgroupBarrier();
+	let last = P.splits - 1u;
 	for (var j = li; j < D; j += 128u) {
+		let pj = qh * PS + 2u + j;
 		var v = 0.0;
-		for (var t = 0u; t < P.splits; t++) {
-			let pb = t * stride + qh * PS;
-			v += Part[pb + 2u + j] * exp(Part[pb] - mx);
-		}
-		O[P.off + qh * D + j] = v / total;
+		for (var t = 0u; t < P.splits; t += 8u) {
+{{range $k := seq 8}}			let v{{$k}} = Part[min(t + {{$k}}u, last) * stride + pj];
+{{end}}{{range $k := seq 8}}			v += cw[t + {{$k}}u] * v{{$k}};
+{{end}}		}
+		O[P.off + qh * D + j] = v;
 	}
 }
 {{end}}{{end}}
