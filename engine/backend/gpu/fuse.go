@@ -296,11 +296,14 @@ func (c *compiler) rmsFolds() {
 				continue
 			}
 		}
-		n := 0
+		n, rows := 0, 0
 		for _, j := range jobs {
 			n += len(j.mats)
+			for _, m := range j.mats {
+				rows += c.bufOf(c.g.Nodes[m].In[1]).shape[0]
+			}
 		}
-		if n != c.uses[r] {
+		if n != c.uses[r] || rows > c.b.mv.NormRows {
 			continue
 		}
 		for _, j := range jobs {

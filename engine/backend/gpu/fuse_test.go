@@ -364,3 +364,49 @@ func TestRopeFoldPlan(t *testing.T) {
 		p.release()
 	}
 }
+
+// TestNormRowsPlan: MatVecShape.NormRows keeps a one-row RMSNorm out of
+// the prologue of kernels with more output rows (it runs as its own
+// kernel), with the same results.
+func TestNormRowsPlan(t *testing.T) {
+	f := newFixture(t)
+	x1 := f.randn(64)
+	var ref [][]float32
+	for _, normRows := range []int{0, 1000, 100} { // the group has 160 rows (0: the default)
+		b := newBackend(t, Options{MatVec: MatVecShape{NormRows: normRows}})
+		w := f.upload(t, b)
+		build := func(g *tensor.Graph, w map[string]tensor.T, _ tensor.Backend) []tensor.T {
+			h := g.RMSNorm(g.Input(x1, 1, 64), w["nw"], 1e-5, 0)
+			return []tensor.T{g.MatMul(h, w["wq"]), g.MatMul(h, w["wk"]), g.MatMul(h, w["wv"])}
+		}
+		g := tensor.NewGraph(b)
+		outs := build(g, w, b)
+		p, err := b.compile(g, outs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		folded, norms := false, 0
+		for _, kn := range p.kernels {
+			folded = folded || strings.Contains(kn.label, " rms")
+			if kn.label == "RMSNorm" {
+				norms++
+			}
+		}
+		p.release()
+		if want := normRows != 100; folded != want || norms != map[bool]int{true: 0, false: 1}[want] {
+			t.Errorf("NormRows %d: folded %v with %d norm kernels, want folded %v", normRows, folded, norms, want)
+		}
+		got := run(t, b, w, build)
+		if ref == nil {
+			ref = got
+			continue
+		}
+		for o := range ref {
+			for i := range ref[o] {
+				if d := math.Abs(float64(got[o][i] - ref[o][i])); d > 1e-4*(1+math.Abs(float64(ref[o][i]))) {
+					t.Fatalf("NormRows %d: output %d[%d] = %v, folded %v", normRows, o, i, got[o][i], ref[o][i])
+				}
+			}
+		}
+	}
+}

@@ -79,9 +79,10 @@ func (a AttnShape) check() error {
 //
 // Zero fields pick the defaults: the row kernel with 2 rows, lanes per
 // matrix with at most 8 blocks each (16 lanes for a 4096-wide matrix, 64
-// for the 14336-wide down projection), batch 1: the fastest measured on
-// the H200 in the model (docs/benchmarks.md). The column kernel was
-// slower there.
+// for the 14336-wide down projection), batch 1, the RMSNorm folded into
+// kernels of up to 65536 rows (not into a 128256-row LM head): the fastest
+// measured on the H200 in the model (docs/benchmarks.md). The column
+// kernel was slower there.
 type MatVecShape struct {
 	Rows  int // 1, 2 or 4
 	Lanes int // 8, 16, 32 or 64
@@ -91,6 +92,11 @@ type MatVecShape struct {
 	Batch   int // 1, 2, 4 or 8: row kernel block iterations per load batch
 	Cols    int // 1 … 32, a power of two; 0: the row kernel
 	Threads int // 64, 128 or 256
+	// NormRows: a one-row RMSNorm is folded into the prologue only of the
+	// kernels that compute at most NormRows output rows in all; past that
+	// it runs as a kernel of its own. Every workgroup repeats the prologue,
+	// so a kernel of thousands (an LM head) does better without it
+	NormRows int
 }
 
 // Adapter describes the device a backend runs on.
@@ -329,6 +335,9 @@ func (s MatVecShape) withDefaults() MatVecShape {
 	if s.Batch == 0 {
 		s.Batch = 1
 	}
+	if s.NormRows == 0 {
+		s.NormRows = 65536
+	}
 	return s
 }
 
@@ -339,7 +348,7 @@ func (s MatVecShape) withDefaults() MatVecShape {
 // invocations); and checks it.
 func ParseMatVecShape(f string) (MatVecShape, error) {
 	var sh MatVecShape
-	bad := fmt.Errorf("gpu: matvec shape %q: want RxL, RxiN, either with bB after it, or cRxT; rows 1, 2 or 4; lanes 8–64; batch 1–8; cols up to 32; threads 64–256 (powers of two)", f)
+	bad := fmt.Errorf("gpu: matvec shape %q: want RxL or RxiN, either with bB and then nN after it, or cRxT; rows 1, 2 or 4; lanes 8–64; batch 1–8; cols up to 32; threads 64–256 (powers of two)", f)
 	num := func(s string) int {
 		n, err := strconv.Atoi(s)
 		if err != nil {
@@ -359,6 +368,9 @@ func ParseMatVecShape(f string) (MatVecShape, error) {
 		if m[4] != "" {
 			sh.Batch = num(m[4])
 		}
+		if m[5] != "" {
+			sh.NormRows = num(m[5])
+		}
 	} else {
 		return MatVecShape{}, bad
 	}
@@ -370,7 +382,7 @@ func ParseMatVecShape(f string) (MatVecShape, error) {
 
 var (
 	colShape = regexp.MustCompile(`^c(\d+)x(\d+)$`)
-	rowShape = regexp.MustCompile(`^(\d+)x(i?)(\d+)(?:b(\d+))?$`)
+	rowShape = regexp.MustCompile(`^(\d+)x(i?)(\d+)(?:b(\d+))?(?:n(\d+))?$`)
 )
 
 // checkShape reports whether s (with defaults filled) is a shape the
@@ -378,10 +390,10 @@ var (
 func checkShape(s, asked MatVecShape) error {
 	pow2 := func(v, hi int) bool { return v > 0 && v <= hi && v&(v-1) == 0 }
 	if pow2(s.Rows, 4) && pow2(s.Lanes, 64) && s.Lanes >= 8 && pow2(s.Batch, 8) &&
-		(s.Cols == 0 || pow2(s.Cols, 32)) && pow2(s.Threads, 256) && s.Threads >= 64 && s.Iters >= 0 {
+		(s.Cols == 0 || pow2(s.Cols, 32)) && pow2(s.Threads, 256) && s.Threads >= 64 && s.Iters >= 0 && s.NormRows >= 0 {
 		return nil
 	}
-	return fmt.Errorf("gpu: matvec shape %+v (rows 1, 2 or 4; lanes 8, 16, 32 or 64; iters 0 or more; batch 1, 2, 4 or 8; cols 0 or a power of two up to 32; threads 64, 128 or 256)", asked)
+	return fmt.Errorf("gpu: matvec shape %+v (rows 1, 2 or 4; lanes 8, 16, 32 or 64; iters 0 or more; norm rows 0 or more; batch 1, 2, 4 or 8; cols 0 or a power of two up to 32; threads 64, 128 or 256)", asked)
 }
 
 // Name is "gpu".
