@@ -318,7 +318,7 @@ func (c *compiler) rmsFolds() {
 // (mvSpec.rmsFits).
 func (c *compiler) sharedFits(jobs []*mvJob) bool {
 	for _, j := range jobs {
-		if !c.spec(j, 1).rmsFits() {
+		if !c.specWith(j, 1, true).rmsFits() {
 			return false
 		}
 	}
@@ -326,10 +326,21 @@ func (c *compiler) sharedFits(jobs []*mvJob) bool {
 }
 
 // spec is the kernel shape for a job with m rows of x.
-func (c *compiler) spec(j *mvJob, m int) *mvSpec {
+func (c *compiler) spec(j *mvJob, m int) *mvSpec { return c.specWith(j, m, j.norm >= 0) }
+
+// specWith is spec for job j folding an RMSNorm (norm) or not.
+func (c *compiler) specWith(j *mvJob, m int, norm bool) *mvSpec {
 	w := c.bufOf(c.g.Nodes[j.mats[0]].In[1])
-	s := &mvSpec{K: w.cols(), Lanes: c.b.mv.Lanes, Rows: c.b.mv.Rows, B: c.b.mv.Batch, MB: 1, Dual: j.dual}
-	if n := c.b.mv.Iters; n > 0 {
+	sh := c.b.mv
+	if c.b.mvAuto && m == 1 {
+		rows := 0 // of every output (q, k and v for a group)
+		for _, mm := range j.mats {
+			rows += c.bufOf(c.g.Nodes[mm].In[1]).shape[0]
+		}
+		sh = perMatrix(sh, rows, w.cols(), norm || j.dual)
+	}
+	s := &mvSpec{K: w.cols(), Lanes: sh.Lanes, Rows: sh.Rows, B: sh.Batch, MB: 1, Dual: j.dual}
+	if n := sh.Iters; n > 0 {
 		// the fewest lanes that leave each at most n blocks of a row: a
 		// lane's blocks run one after another, so a wide matrix wants more
 		s.Lanes = 16
@@ -344,12 +355,38 @@ func (c *compiler) spec(j *mvJob, m int) *mvSpec {
 	limit := int(c.b.limits.MaxComputeWorkgroupStorageSize)
 	// dense weights (4–8 vec4 words per block and row) keep the row
 	// kernel: the column kernel's registers for them crashed lavapipe
-	if c.b.mv.Cols > 0 && w.kind.quantized() && s.colFit(c.b.mv.Cols, c.b.mv.Threads, limit) {
+	if sh.Cols > 0 && w.kind.quantized() && s.colFit(sh.Cols, sh.Threads, limit) {
 		return s
 	}
 	s.Col = 0
 	s.CB = s.chunkBlocks(limit)
 	return s
+}
+
+// perMatrix is the default shape sh (the row kernel, 2 rows, at most 8
+// blocks a lane) fitted to a kernel of one row of x, k wide, computing
+// rows outputs in all (q, k and v together for a group). Each
+// choice is the fastest for its kind of matrix in per-kernel profiles of
+// the 8B and 1B shapes on the H200 (docs/benchmarks.md, GPU, 2026-12-02):
+//   - with a prologue every workgroup repeats (a folded RMSNorm) or gate
+//     and up together: the default, whose few workgroups repeat it least;
+//   - an LM head (more than 65536 rows): 4 rows an invocation, half the
+//     workgroups;
+//   - at least twice as wide as tall (a down projection): the column
+//     kernel, 8 rows a workgroup, its x in registers;
+//   - otherwise (o_proj): at most 4 blocks a lane, twice the workgroups
+//     (128 for a 4096-row matrix fill fewer than an H200's 132 SMs).
+func perMatrix(sh MatVecShape, rows, k int, prologue bool) MatVecShape {
+	switch {
+	case prologue:
+	case rows > 65536:
+		sh.Rows = 4
+	case k >= 2*rows:
+		sh.Cols = 8
+	default:
+		sh.Iters = 4
+	}
+	return sh
 }
 
 // matvec emits the kernel of job j.
@@ -446,6 +483,11 @@ func (c *compiler) matvec(j *mvJob) error {
 	}
 	if s.roped() {
 		label += " rope"
+	}
+	if s.Col > 0 {
+		label += fmt.Sprintf(" c%dx%d", s.Col, s.T)
+	} else {
+		label += fmt.Sprintf(" %dx%d", s.Rows, s.Lanes)
 	}
 	c.add(kspec{label: label, src: src, ops: ops,
 		params: func(g *tensor.Graph, p *[16]uint32) {

@@ -351,7 +351,7 @@ func TestRopeFoldPlan(t *testing.T) {
 			if most == 0 && strings.HasPrefix(kn.label, "RoPE") {
 				t.Errorf("limit %d: kernel %q: the RoPE did not fold", most, kn.label)
 			}
-			if strings.HasSuffix(kn.label, " rope") {
+			if strings.Contains(kn.label, " rope ") {
 				roped++
 			}
 			if lim := b.limits.MaxStorageBuffersPerShaderStage; uint32(len(kn.ops)) > lim {
@@ -406,6 +406,65 @@ func TestNormRowsPlan(t *testing.T) {
 				if d := math.Abs(float64(got[o][i] - ref[o][i])); d > 1e-4*(1+math.Abs(float64(ref[o][i]))) {
 					t.Fatalf("NormRows %d: output %d[%d] = %v, folded %v", normRows, o, i, got[o][i], ref[o][i])
 				}
+			}
+		}
+	}
+}
+
+// TestPerMatrixPlan: the default matrix-vector shape is fitted to each
+// matrix (perMatrix), and a shape given is used for all of them.
+func TestPerMatrixPlan(t *testing.T) {
+	f := newFixture(t)
+	b := newBackend(t, Options{})
+	up := func(rows, cols int) tensor.T {
+		w, err := weights.Quantize(make([]float32, rows*cols), rows, cols, tensor.Quant{Bits: 4, GroupSize: 64}, tensor.BF16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := b.Upload(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	// an LM head, a down projection, an o_proj (130 blocks: 32 lanes at
+	// most 8 blocks each, 64 at most 4), and the same under a norm
+	head, down, oproj := up(65537, 64), up(64, 4160), up(2096, 4160)
+	x64, x4160 := f.randn(64), f.randn(4160)
+	build := func(g *tensor.Graph) []tensor.T {
+		// each its own x, so that none are grouped
+		return []tensor.T{g.MatMul(g.Input(x64, 1, 64), head), g.MatMul(g.Input(x4160, 1, 4160), down),
+			g.MatMul(g.Input(x4160, 1, 4160), oproj), g.MatMul(g.RMSNorm(g.Input(x4160, 1, 4160), tensor.T{}, 1e-5, 0), oproj)}
+	}
+	for _, tc := range []struct {
+		shape MatVecShape
+		want  []string
+	}{
+		{MatVecShape{}, []string{"k64 4x16", "k4160 c8x", "k4160 2x64", "k4160 rms 2x32"}},
+		{MatVecShape{Rows: 2, Iters: 8}, []string{"k64 2x16", "k4160 2x32", "k4160 2x32", "k4160 rms 2x32"}},
+	} {
+		if err := b.SetMatVec(tc.shape); err != nil {
+			t.Fatal(err)
+		}
+		g := tensor.NewGraph(b)
+		outs := build(g)
+		p, err := b.compile(g, outs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, kn := range p.kernels {
+			if strings.HasPrefix(kn.label, "matvec") {
+				got = append(got, kn.label)
+			}
+		}
+		p.release()
+		if len(got) != len(tc.want) {
+			t.Fatalf("%+v: kernels %q, want %d matvecs", tc.shape, got, len(tc.want))
+		}
+		for i, w := range tc.want {
+			if !strings.Contains(got[i], w) {
+				t.Errorf("%+v: kernel %d is %q, want %q in it", tc.shape, i, got[i], w)
 			}
 		}
 	}

@@ -80,9 +80,11 @@ func (a AttnShape) check() error {
 // Zero fields pick the defaults: the row kernel with 2 rows, lanes per
 // matrix with at most 8 blocks each (16 lanes for a 4096-wide matrix, 64
 // for the 14336-wide down projection), batch 1, the RMSNorm folded into
-// kernels of up to 65536 rows (not into a 128256-row LM head): the fastest
-// measured on the H200 in the model (docs/benchmarks.md). The column
-// kernel was slower there.
+// kernels of up to 65536 rows (not into a 128256-row LM head). When no
+// field but NormRows is set, that default is fitted to each matrix with
+// one row of x (perMatrix: the column kernel for a down projection, more
+// workgroups for o_proj, 4 rows for an LM head): the fastest measured on
+// the H200 (docs/benchmarks.md). A shape given is used for every matrix.
 type MatVecShape struct {
 	Rows  int // 1, 2 or 4
 	Lanes int // 8, 16, 32 or 64
@@ -123,6 +125,7 @@ type Backend struct {
 	maxBind  uint64 // bytes one storage binding may span
 	maxBlock uint64 // bytes of one weight block
 	mv       MatVecShape
+	mvAuto   bool // mv is the default: fitted to each matrix (perMatrix)
 	attn     AttnShape
 
 	bufs    []*buffer // by tensor.BufferT index; nil when free
@@ -256,7 +259,7 @@ func New(opt Options) (*Backend, error) {
 	if opt.WeightBlockBytes > 0 {
 		b.maxBlock = min(b.maxBind, opt.WeightBlockBytes)
 	}
-	b.mv = opt.MatVec.withDefaults()
+	b.mv, b.mvAuto = opt.MatVec.withDefaults(), opt.MatVec.isDefault()
 	b.attn = opt.Attn.withDefaults()
 	if err := checkShape(b.mv, opt.MatVec); err != nil {
 		b.Close()
@@ -289,11 +292,10 @@ func (b *Backend) SetProfile(on bool) error {
 // SetMatVec changes the matrix-vector kernel's shape (for tuning; zero
 // fields pick the defaults); cached plans are dropped.
 func (b *Backend) SetMatVec(s MatVecShape) error {
-	s = s.withDefaults()
-	if err := checkShape(s, s); err != nil {
+	if err := checkShape(s.withDefaults(), s); err != nil {
 		return err
 	}
-	b.mv = s
+	b.mv, b.mvAuto = s.withDefaults(), s.isDefault()
 	b.dropPlans()
 	return nil
 }
@@ -316,6 +318,13 @@ func (b *Backend) dropPlans() {
 		delete(b.plans, k)
 	}
 	b.last = nil
+}
+
+// isDefault reports whether s names no kernel shape (NormRows aside), so
+// that each matrix gets the default fitted to it.
+func (s MatVecShape) isDefault() bool {
+	s.NormRows = 0
+	return s == MatVecShape{}
 }
 
 // withDefaults fills the zero fields of s with the default shape.
