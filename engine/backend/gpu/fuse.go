@@ -333,20 +333,17 @@ func (c *compiler) specWith(j *mvJob, m int, norm bool) *mvSpec {
 	w := c.bufOf(c.g.Nodes[j.mats[0]].In[1])
 	sh := c.b.mv
 	if c.b.mvAuto && m == 1 {
-		rows := 0 // of every output (q, k and v for a group)
-		for _, mm := range j.mats {
-			rows += c.bufOf(c.g.Nodes[mm].In[1]).shape[0]
+		rows := w.shape[0] // of every output (q, k and v for a group)
+		for _, mm := range j.mats[1:] {
+			if !j.dual {
+				rows += c.bufOf(c.g.Nodes[mm].In[1]).shape[0]
+			}
 		}
 		sh = perMatrix(sh, rows, w.cols(), norm || j.dual)
 	}
 	s := &mvSpec{K: w.cols(), Lanes: sh.Lanes, Rows: sh.Rows, B: sh.Batch, MB: 1, Dual: j.dual}
 	if n := sh.Iters; n > 0 {
-		// the fewest lanes that leave each at most n blocks of a row: a
-		// lane's blocks run one after another, so a wide matrix wants more
-		s.Lanes = 16
-		for s.Lanes < 64 && s.K/32 > n*s.Lanes {
-			s.Lanes *= 2
-		}
+		s.Lanes = lanesFor(s.K, n)
 	}
 	if m > 1 {
 		s.MB, s.Rows = min(m, 4), 1
@@ -365,28 +362,50 @@ func (c *compiler) specWith(j *mvJob, m int, norm bool) *mvSpec {
 
 // perMatrix is the default shape sh (the row kernel, 2 rows, at most 8
 // blocks a lane) fitted to a kernel of one row of x, k wide, computing
-// rows outputs in all (q, k and v together for a group). Each
-// choice is the fastest for its kind of matrix in per-kernel profiles of
-// the 8B and 1B shapes on the H200 (docs/benchmarks.md, GPU, 2026-12-02):
-//   - with a prologue every workgroup repeats (a folded RMSNorm) or gate
-//     and up together: the default, whose few workgroups repeat it least;
+// rows outputs (q, k and v together for a group; gate and up count once).
+// Each choice is the fastest for its kind of matrix in per-kernel profiles
+// of the 8B and 1B shapes on the H200 (docs/benchmarks.md, GPU,
+// 2026-12-02):
 //   - an LM head (more than 65536 rows): 4 rows an invocation, half the
 //     workgroups;
-//   - at least twice as wide as tall (a down projection): the column
-//     kernel, 8 rows a workgroup, its x in registers;
-//   - otherwise (o_proj): at most 4 blocks a lane, twice the workgroups
-//     (128 for a 4096-row matrix fill fewer than an H200's 132 SMs).
+//   - at least twice as wide as tall, with no prologue (a down
+//     projection): the column kernel, 8 rows a workgroup, its x in
+//     registers;
+//   - otherwise the row kernel with more lanes (each with fewer blocks)
+//     until there are enough workgroups to fill the GPU: 128 when every
+//     workgroup repeats a prologue (a folded RMSNorm) or computes gate and
+//     up, whose workgroups are costlier, else 256 (an H200 has 132 SMs).
+//     For the 8B shape that leaves QKV and gate/up at 16 lanes and gives
+//     o_proj 32; for the 1B, QKV 32 and o_proj 64.
 func perMatrix(sh MatVecShape, rows, k int, prologue bool) MatVecShape {
 	switch {
-	case prologue:
 	case rows > 65536:
 		sh.Rows = 4
-	case k >= 2*rows:
+	case !prologue && k >= 2*rows:
 		sh.Cols = 8
 	default:
-		sh.Iters = 4
+		fill := 256
+		if prologue {
+			fill = 128
+		}
+		sh.Lanes = lanesFor(k, sh.Iters)
+		for sh.Lanes < 64 && rows/(256/sh.Lanes*sh.Rows) < fill {
+			sh.Lanes *= 2
+		}
+		sh.Iters = 0
 	}
 	return sh
+}
+
+// lanesFor is the fewest of 16, 32 and 64 lanes that leave each at most
+// n blocks of a k-wide row: a lane's blocks run one after another, so a
+// wide matrix wants more.
+func lanesFor(k, n int) int {
+	lanes := 16
+	for lanes < 64 && k/32 > n*lanes {
+		lanes *= 2
+	}
+	return lanes
 }
 
 // matvec emits the kernel of job j.

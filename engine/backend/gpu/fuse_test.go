@@ -427,21 +427,25 @@ func TestPerMatrixPlan(t *testing.T) {
 		}
 		return id
 	}
-	// an LM head, a down projection, an o_proj (130 blocks: 32 lanes at
-	// most 8 blocks each, 64 at most 4), and the same under a norm
-	head, down, oproj := up(65537, 64), up(64, 4160), up(2096, 4160)
-	x64, x4160 := f.randn(64), f.randn(4160)
+	// an LM head; a down projection; an o_proj of 130 blocks a row (32
+	// lanes leave at most 8 each) and 2096 rows (131 workgroups of 16
+	// rows, enough only under a prologue: 64 lanes give 262), then the
+	// same under a norm; a narrow o_proj (2 blocks a lane at 16 lanes,
+	// but 32 workgroups: 64 lanes give 128, the most)
+	head, down, oproj, narrow := up(65537, 64), up(64, 4160), up(2096, 4160), up(1024, 1024)
+	x64, x1024, x4160 := f.randn(64), f.randn(1024), f.randn(4160)
 	build := func(g *tensor.Graph) []tensor.T {
 		// each its own x, so that none are grouped
 		return []tensor.T{g.MatMul(g.Input(x64, 1, 64), head), g.MatMul(g.Input(x4160, 1, 4160), down),
-			g.MatMul(g.Input(x4160, 1, 4160), oproj), g.MatMul(g.RMSNorm(g.Input(x4160, 1, 4160), tensor.T{}, 1e-5, 0), oproj)}
+			g.MatMul(g.Input(x4160, 1, 4160), oproj), g.MatMul(g.RMSNorm(g.Input(x4160, 1, 4160), tensor.T{}, 1e-5, 0), oproj),
+			g.MatMul(g.Input(x1024, 1, 1024), narrow)}
 	}
 	for _, tc := range []struct {
 		shape MatVecShape
 		want  []string
 	}{
-		{MatVecShape{}, []string{"k64 4x16", "k4160 c8x", "k4160 2x64", "k4160 rms 2x32"}},
-		{MatVecShape{Rows: 2, Iters: 8}, []string{"k64 2x16", "k4160 2x32", "k4160 2x32", "k4160 rms 2x32"}},
+		{MatVecShape{}, []string{"k64 4x16", "k4160 c8x", "k4160 2x64", "k4160 rms 2x32", "k1024 2x64"}},
+		{MatVecShape{Rows: 2, Iters: 8}, []string{"k64 2x16", "k4160 2x32", "k4160 2x32", "k4160 rms 2x32", "k1024 2x16"}},
 	} {
 		if err := b.SetMatVec(tc.shape); err != nil {
 			t.Fatal(err)

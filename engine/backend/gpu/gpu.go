@@ -44,7 +44,7 @@ type Options struct {
 
 // AttnShape groups the attention kernel's loads; zero fields pick the
 // defaults. Keys is how many keys' value rows one iteration of the value
-// loop loads together (1–16; 4). Score is how many vec4s of a key row the
+// loop loads together (1–16; 16). Score is how many vec4s of a key row the
 // scoring loads together (1, 2, 4, 8, 16 or 32; 8, lowered to divide the
 // row).
 type AttnShape struct {
@@ -52,7 +52,7 @@ type AttnShape struct {
 }
 
 func (a AttnShape) withDefaults() AttnShape {
-	return AttnShape{Keys: cmp.Or(a.Keys, 4), Score: cmp.Or(a.Score, 8)}
+	return AttnShape{Keys: cmp.Or(a.Keys, 16), Score: cmp.Or(a.Score, 8)}
 }
 
 func (a AttnShape) check() error {

@@ -72,10 +72,10 @@ func TestLargeShapes(t *testing.T) {
 	}
 	ref := cpu.New(cpu.Options{})
 	wr := f.upload(t, ref)
-	// the attention cases also with other load groupings: every key of a
-	// value loop in one iteration and whole rows scored at once, and odd
-	// groups with a remainder
-	for _, opt := range []Options{{}, {Attn: AttnShape{Keys: 16, Score: 32}}, {Attn: AttnShape{Keys: 3, Score: 2}}} {
+	// the attention cases also with other load groupings: 4 keys a value
+	// loop iteration and whole rows scored at once, and odd groups with a
+	// remainder
+	for _, opt := range []Options{{}, {Attn: AttnShape{Keys: 4, Score: 32}}, {Attn: AttnShape{Keys: 3, Score: 2}}} {
 		b := newBackend(t, opt)
 		wg := f.upload(t, b)
 		for _, tc := range cases {
