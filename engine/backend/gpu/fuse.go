@@ -299,9 +299,7 @@ func (c *compiler) rmsFolds() {
 		n, rows := 0, 0
 		for _, j := range jobs {
 			n += len(j.mats)
-			for _, m := range j.mats {
-				rows += c.bufOf(c.g.Nodes[m].In[1]).shape[0]
-			}
+			rows += c.outRows(j)
 		}
 		if n != c.uses[r] || rows > c.b.mv.NormRows {
 			continue
@@ -333,13 +331,7 @@ func (c *compiler) specWith(j *mvJob, m int, norm bool) *mvSpec {
 	w := c.bufOf(c.g.Nodes[j.mats[0]].In[1])
 	sh := c.b.mv
 	if c.b.mvAuto && m == 1 {
-		rows := w.shape[0] // of every output (q, k and v for a group)
-		for _, mm := range j.mats[1:] {
-			if !j.dual {
-				rows += c.bufOf(c.g.Nodes[mm].In[1]).shape[0]
-			}
-		}
-		sh = perMatrix(sh, rows, w.cols(), norm || j.dual)
+		sh = perMatrix(sh, c.outRows(j), w.cols(), norm || j.dual)
 	}
 	s := &mvSpec{K: w.cols(), Lanes: sh.Lanes, Rows: sh.Rows, B: sh.Batch, MB: 1, Dual: j.dual}
 	if n := sh.Iters; n > 0 {
@@ -358,6 +350,20 @@ func (c *compiler) specWith(j *mvJob, m int, norm bool) *mvSpec {
 	s.Col = 0
 	s.CB = s.chunkBlocks(limit)
 	return s
+}
+
+// outRows is the output rows job j computes for one row of x: every
+// weight's (q, k and v for a group), gate's alone for gate and up.
+func (c *compiler) outRows(j *mvJob) int {
+	mats := j.mats
+	if j.dual {
+		mats = mats[:1]
+	}
+	rows := 0
+	for _, m := range mats {
+		rows += c.bufOf(c.g.Nodes[m].In[1]).shape[0]
+	}
+	return rows
 }
 
 // perMatrix is the default shape sh (the row kernel, 2 rows, at most 8
