@@ -59,7 +59,9 @@ func aluSource(form string, rows int, shared bool, iters int) string {
 		a := accessor{Name: "w", Kind: q4Kind, Prescaled: true}
 		body := a.quantDot()
 		if form == "nosub" {
-			body = strings.ReplaceAll(body, " | M) - F,", " | M),")
+			if body = strings.ReplaceAll(body, " | M) - F,", " | M),"); body == a.quantDot() {
+				panic("aluSource: quantDot no longer subtracts as nosub expects")
+			}
 		}
 		w.WriteString(body)
 	case "shift":

@@ -385,7 +385,7 @@ func (c *compiler) outRows(j *mvJob) int {
 //     o_proj 32; for the 1B, QKV 32 and o_proj 64.
 func perMatrix(sh MatVecShape, rows, k int, prologue bool) MatVecShape {
 	switch {
-	case rows > 65536:
+	case rows > headRows:
 		sh.Rows = 4
 	case !prologue && k >= 2*rows:
 		sh.Cols = 8
@@ -395,7 +395,7 @@ func perMatrix(sh MatVecShape, rows, k int, prologue bool) MatVecShape {
 			fill = 128
 		}
 		sh.Lanes = lanesFor(k, sh.Iters)
-		for sh.Lanes < 64 && rows/(256/sh.Lanes*sh.Rows) < fill {
+		for rpw := 256 / sh.Lanes * sh.Rows; sh.Lanes < 64 && (rows+rpw-1)/rpw < fill; rpw /= 2 {
 			sh.Lanes *= 2
 		}
 		sh.Iters = 0

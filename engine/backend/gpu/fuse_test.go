@@ -370,14 +370,19 @@ func TestRopeFoldPlan(t *testing.T) {
 // kernel), with the same results.
 func TestNormRowsPlan(t *testing.T) {
 	f := newFixture(t)
-	x1 := f.randn(64)
+	x1, x2 := f.randn(64), f.randn(64)
 	var ref [][]float32
-	for _, normRows := range []int{0, 1000, 100} { // the group has 160 rows (0: the default)
+	// the group computes 160 rows, gate and up 128 (counted once); 0 is
+	// the default
+	for _, tc := range []struct{ normRows, folded int }{{0, 2}, {1000, 2}, {160, 2}, {159, 1}, {128, 1}, {127, 0}} {
+		normRows := tc.normRows
 		b := newBackend(t, Options{MatVec: MatVecShape{NormRows: normRows}})
 		w := f.upload(t, b)
 		build := func(g *tensor.Graph, w map[string]tensor.T, _ tensor.Backend) []tensor.T {
 			h := g.RMSNorm(g.Input(x1, 1, 64), w["nw"], 1e-5, 0)
-			return []tensor.T{g.MatMul(h, w["wq"]), g.MatMul(h, w["wk"]), g.MatMul(h, w["wv"])}
+			h2 := g.RMSNorm(g.Input(x2, 1, 64), w["nw"], 1e-5, 0)
+			return []tensor.T{g.MatMul(h, w["wq"]), g.MatMul(h, w["wk"]), g.MatMul(h, w["wv"]),
+				g.Mul(g.SiLU(g.MatMul(h2, w["gate"])), g.MatMul(h2, w["up"]))}
 		}
 		g := tensor.NewGraph(b)
 		outs := build(g, w, b)
@@ -385,16 +390,18 @@ func TestNormRowsPlan(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		folded, norms := false, 0
+		folded, norms := 0, 0
 		for _, kn := range p.kernels {
-			folded = folded || strings.Contains(kn.label, " rms")
+			if strings.Contains(kn.label, " rms") {
+				folded++
+			}
 			if kn.label == "RMSNorm" {
 				norms++
 			}
 		}
 		p.release()
-		if want := normRows != 100; folded != want || norms != map[bool]int{true: 0, false: 1}[want] {
-			t.Errorf("NormRows %d: folded %v with %d norm kernels, want folded %v", normRows, folded, norms, want)
+		if folded != tc.folded || norms != 2-tc.folded {
+			t.Errorf("NormRows %d: %d norms folded, %d norm kernels; want %d folded", normRows, folded, norms, tc.folded)
 		}
 		got := run(t, b, w, build)
 		if ref == nil {
@@ -431,21 +438,23 @@ func TestPerMatrixPlan(t *testing.T) {
 	// lanes leave at most 8 each) and 2096 rows (131 workgroups of 16
 	// rows, enough only under a prologue: 64 lanes give 262), then the
 	// same under a norm; a narrow o_proj (2 blocks a lane at 16 lanes,
-	// but 32 workgroups: 64 lanes give 128, the most)
-	head, down, oproj, narrow := up(65537, 64), up(64, 4160), up(2096, 4160), up(1024, 1024)
+	// but 32 workgroups: 64 lanes give 128, the most); gate and up as
+	// wide as a down projection, which keep the row kernel
+	head, down, oproj, narrow, gate, upw := up(65537, 64), up(64, 4160), up(2096, 4160), up(1024, 1024), up(64, 4160), up(64, 4160)
 	x64, x1024, x4160 := f.randn(64), f.randn(1024), f.randn(4160)
 	build := func(g *tensor.Graph) []tensor.T {
 		// each its own x, so that none are grouped
+		xg := g.Input(x4160, 1, 4160)
 		return []tensor.T{g.MatMul(g.Input(x64, 1, 64), head), g.MatMul(g.Input(x4160, 1, 4160), down),
 			g.MatMul(g.Input(x4160, 1, 4160), oproj), g.MatMul(g.RMSNorm(g.Input(x4160, 1, 4160), tensor.T{}, 1e-5, 0), oproj),
-			g.MatMul(g.Input(x1024, 1, 1024), narrow)}
+			g.MatMul(g.Input(x1024, 1, 1024), narrow), g.Mul(g.SiLU(g.MatMul(xg, gate)), g.MatMul(xg, upw))}
 	}
 	for _, tc := range []struct {
 		shape MatVecShape
 		want  []string
 	}{
-		{MatVecShape{}, []string{"k64 4x16", "k4160 c8x", "k4160 2x64", "k4160 rms 2x32", "k1024 2x64"}},
-		{MatVecShape{Rows: 2, Iters: 8}, []string{"k64 2x16", "k4160 2x32", "k4160 2x32", "k4160 rms 2x32", "k1024 2x16"}},
+		{MatVecShape{}, []string{"k64 4x16", "k4160 c8x", "k4160 2x64", "k4160 rms 2x32", "k1024 2x64", "k4160 dual 2x64"}},
+		{MatVecShape{Rows: 2, Iters: 8}, []string{"k64 2x16", "k4160 2x32", "k4160 2x32", "k4160 rms 2x32", "k1024 2x16", "k4160 dual 2x32"}},
 	} {
 		if err := b.SetMatVec(tc.shape); err != nil {
 			t.Fatal(err)

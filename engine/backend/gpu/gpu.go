@@ -320,6 +320,11 @@ func (b *Backend) dropPlans() {
 	b.last = nil
 }
 
+// headRows is how many output rows make a matrix-vector kernel an LM
+// head's for its defaults: no folded RMSNorm (NormRows), 4 rows an
+// invocation (perMatrix).
+const headRows = 65536
+
 // isDefault reports whether s names no kernel shape (NormRows aside), so
 // that each matrix gets the default fitted to it.
 func (s MatVecShape) isDefault() bool {
@@ -345,7 +350,7 @@ func (s MatVecShape) withDefaults() MatVecShape {
 		s.Batch = 1
 	}
 	if s.NormRows == 0 {
-		s.NormRows = 65536
+		s.NormRows = headRows
 	}
 	return s
 }
@@ -353,8 +358,9 @@ func (s MatVecShape) withDefaults() MatVecShape {
 // ParseMatVecShape reads a shape as the benchmarks' flags write it: RxL
 // (the row kernel, rows × lanes), RxiN (the row kernel, lanes per matrix
 // leaving at most N blocks each), either with bB after it (a load batch
-// of B), or cRxT (the column kernel, rows per workgroup × most
-// invocations); and checks it.
+// of B) and then nN (NormRows N), or cRxT (the column kernel, rows per
+// workgroup × most invocations); and checks it. Every form names a
+// shape, so the matrices no longer get perMatrix's.
 func ParseMatVecShape(f string) (MatVecShape, error) {
 	var sh MatVecShape
 	bad := fmt.Errorf("gpu: matvec shape %q: want RxL or RxiN, either with bB and then nN after it, or cRxT; rows 1, 2 or 4; lanes 8–64; batch 1–8; cols up to 32; threads 64–256 (powers of two)", f)

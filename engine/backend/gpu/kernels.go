@@ -374,7 +374,9 @@ func (c *compiler) store(i int) error {
 	return nil
 }
 
-// maxSplits bounds how many workgroups share one query's keys.
+// maxSplits bounds how many workgroups share one query's keys. The merge
+// (attention.wgsl, combine) reads the records of 8 splits at a time and
+// one split's (max, sum) per invocation: a multiple of 8, at most 128.
 const maxSplits = 32
 
 func (c *compiler) attention(i int) error {

@@ -60,14 +60,16 @@ func TestLargeShapes(t *testing.T) {
 			return []tensor.T{a, g.Attention(g.Input(q[7*4*64:8*4*64], 1, 4, 64), kT, vT, tensor.AttnSpec{QueryPos: 99, KeyLen: 100})}
 		}},
 		// the merge reads the records of 8 splits at a time: 10 splits
-		// (a ragged last group), then the most (32)
+		// (a ragged last group), the most (32), and 32 of which 12 have
+		// no keys (a 40-key window: 2 keys a split)
 		{"attention-decode-many-splits", func(g *tensor.Graph, w map[string]tensor.T, b tensor.Backend) []tensor.T {
 			kb, _ := b.Alloc([]int{2100, 2, 64})
 			vb, _ := b.Alloc([]int{2100, 2, 64})
 			kT := g.Store(kb, g.Input(kl, 2100, 2, 64), 0)
 			vT := g.Store(vb, g.Input(vl, 2100, 2, 64), 0)
 			a := g.Attention(g.Input(q[:4*64], 1, 4, 64), kT, vT, tensor.AttnSpec{QueryPos: 599, KeyLen: 600})
-			return []tensor.T{a, g.Attention(g.Input(q[4*64:2*4*64], 1, 4, 64), kT, vT, tensor.AttnSpec{QueryPos: 2099, KeyLen: 2100})}
+			return []tensor.T{a, g.Attention(g.Input(q[4*64:2*4*64], 1, 4, 64), kT, vT, tensor.AttnSpec{QueryPos: 2099, KeyLen: 2100}),
+				g.Attention(g.Input(q[2*4*64:3*4*64], 1, 4, 64), kT, vT, tensor.AttnSpec{QueryPos: 2099, KeyLen: 2100, Window: 40})}
 		}},
 	}
 	ref := cpu.New(cpu.Options{})
@@ -103,6 +105,9 @@ func largeCase(t *testing.T, name string, ref, b tensor.Backend, wr, wg map[stri
 }
 
 func TestAttnShapeCheck(t *testing.T) {
+	if maxSplits%8 != 0 || maxSplits > 128 { // the merge's reads (combine)
+		t.Errorf("maxSplits %d: want a multiple of 8, at most 128", maxSplits)
+	}
 	for _, a := range []AttnShape{{}, {Keys: 16, Score: 32}, {Keys: 3}} {
 		if err := a.withDefaults().check(); err != nil {
 			t.Errorf("%+v: %v", a, err)

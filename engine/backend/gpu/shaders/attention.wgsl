@@ -203,7 +203,8 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 		return;
 	}
 	// this split's record, then its count (a device-scope barrier orders
-	// them); the last to count reads every record after another one
+	// them); the last to count merges the records, after another barrier
+	// so that it sees them
 	storageBarrier();
 	let qh = i * P.hq + h;
 	if (li == 0u) {
@@ -236,8 +237,8 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 	let wt = exp(mt - mx);
 	let total = wgSum(li, lt * wt);
 	if (li < MAXS) {
-		// a split's weight; 0 past the last, whose records are not read
-		cw[li] = select(0.0, wt / total, li < P.splits);
+		// a split's weight: 0 past the last (mt is NONE there)
+		cw[li] = wt / total;
 	}
 	workgroupBarrier();
 	let last = P.splits - 1u;
