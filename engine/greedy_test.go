@@ -74,8 +74,9 @@ func TestGreedyErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	s0.Close()
-	for failAt := 1; failAt <= 6; failAt++ {
-		fp := &failingPipe{Backend: m.backend, failAt: failAt}
+	// start decodes the prompt greedily on a new sequence, through fp
+	start := func(ctx context.Context, fp *failingPipe) (*Sequence, *Greedy) {
+		t.Helper()
 		m.backend = fp
 		s, err := m.NewSequence(64)
 		if err != nil {
@@ -85,6 +86,11 @@ func TestGreedyErrors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		return s, gr
+	}
+	for failAt := 1; failAt <= 6; failAt++ {
+		fp := &failingPipe{Backend: m.backend, failAt: failAt}
+		s, gr := start(ctx, fp)
 		var got []int32
 		for {
 			id, err := gr.Next(true)
@@ -112,16 +118,8 @@ func TestGreedyErrors(t *testing.T) {
 	}
 	// a context cancelled after two tokens
 	fp := &failingPipe{Backend: m.backend}
-	m.backend = fp
 	cctx, cancel := context.WithCancel(ctx)
-	s, err := m.NewSequence(64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gr, err := s.Greedy(cctx, prompt)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, gr := start(cctx, fp)
 	for i := 0; i < 2; i++ {
 		if id, err := gr.Next(true); err != nil || id != want[i] {
 			t.Fatalf("token %d: %d, %v (want %d)", i, id, err, want[i])
