@@ -385,21 +385,15 @@ func TestNormRowsPlan(t *testing.T) {
 				g.Mul(g.SiLU(g.MatMul(h2, w["gate"])), g.MatMul(h2, w["up"]))}
 		}
 		g := tensor.NewGraph(b)
-		outs := build(g, w, b)
-		p, err := b.compile(g, outs)
-		if err != nil {
-			t.Fatal(err)
-		}
 		folded, norms := 0, 0
-		for _, kn := range p.kernels {
-			if strings.Contains(kn.label, " rms") {
+		for _, l := range planLabels(t, b, g, build(g, w, b)) {
+			if strings.Contains(l, " rms") {
 				folded++
 			}
-			if kn.label == "RMSNorm" {
+			if l == "RMSNorm" {
 				norms++
 			}
 		}
-		p.release()
 		if folded != tc.folded || norms != 2-tc.folded {
 			t.Errorf("NormRows %d: %d norms folded, %d norm kernels; want %d folded", normRows, folded, norms, tc.folded)
 		}
@@ -460,18 +454,12 @@ func TestPerMatrixPlan(t *testing.T) {
 			t.Fatal(err)
 		}
 		g := tensor.NewGraph(b)
-		outs := build(g)
-		p, err := b.compile(g, outs)
-		if err != nil {
-			t.Fatal(err)
-		}
 		var got []string
-		for _, kn := range p.kernels {
-			if strings.HasPrefix(kn.label, "matvec") {
-				got = append(got, kn.label)
+		for _, l := range planLabels(t, b, g, build(g)) {
+			if strings.HasPrefix(l, "matvec") {
+				got = append(got, l)
 			}
 		}
-		p.release()
 		if len(got) != len(tc.want) {
 			t.Fatalf("%+v: kernels %q, want %d matvecs", tc.shape, got, len(tc.want))
 		}
@@ -481,4 +469,23 @@ func TestPerMatrixPlan(t *testing.T) {
 			}
 		}
 	}
+}
+
+// planLabels compiles g's plan for outs and returns its kernels' labels
+// in order.
+func planLabels(t *testing.T, b *Backend, g *tensor.Graph, outs []tensor.T) []string {
+	t.Helper()
+	if err := g.Err(); err != nil {
+		t.Fatal(err)
+	}
+	p, err := b.compile(g, outs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.release()
+	labels := make([]string, len(p.kernels))
+	for i, kn := range p.kernels {
+		labels[i] = kn.label
+	}
+	return labels
 }

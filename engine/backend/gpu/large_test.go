@@ -34,17 +34,11 @@ func TestLargeShapes(t *testing.T) {
 			return []tensor.T{g.MatMul(g.Input(h, 100, 128), w["down"])}
 		}},
 		{"attention-prefill", func(g *tensor.Graph, w map[string]tensor.T, b tensor.Backend) []tensor.T {
-			kb, _ := b.Alloc([]int{300, 2, 64})
-			vb, _ := b.Alloc([]int{300, 2, 64})
-			kT := g.Store(kb, g.Input(k, 300, 2, 64), 0)
-			vT := g.Store(vb, g.Input(v, 300, 2, 64), 0)
+			kT, vT := storeKV(g, b, k, v, 300)
 			return []tensor.T{g.Attention(g.Input(q, 150, 4, 64), kT, vT, tensor.AttnSpec{QueryPos: 150, KeyLen: 300})}
 		}},
 		{"attention-decode-split", func(g *tensor.Graph, w map[string]tensor.T, b tensor.Backend) []tensor.T {
-			kb, _ := b.Alloc([]int{300, 2, 64})
-			vb, _ := b.Alloc([]int{300, 2, 64})
-			kT := g.Store(kb, g.Input(k, 300, 2, 64), 0)
-			vT := g.Store(vb, g.Input(v, 300, 2, 64), 0)
+			kT, vT := storeKV(g, b, k, v, 300)
 			return []tensor.T{g.Attention(g.Input(q[:2*4*64], 2, 4, 64), kT, vT, tensor.AttnSpec{QueryPos: 298, KeyLen: 300, Window: 280})}
 		}},
 		// the splits of a (query, head) count themselves done in counts
@@ -52,10 +46,7 @@ func TestLargeShapes(t *testing.T) {
 		// graph, with other queries and other numbers of splits (5, then
 		// 2), after the one above (4)
 		{"attention-decode-split-again", func(g *tensor.Graph, w map[string]tensor.T, b tensor.Backend) []tensor.T {
-			kb, _ := b.Alloc([]int{300, 2, 64})
-			vb, _ := b.Alloc([]int{300, 2, 64})
-			kT := g.Store(kb, g.Input(k, 300, 2, 64), 0)
-			vT := g.Store(vb, g.Input(v, 300, 2, 64), 0)
+			kT, vT := storeKV(g, b, k, v, 300)
 			a := g.Attention(g.Input(q[4*4*64:5*4*64], 1, 4, 64), kT, vT, tensor.AttnSpec{QueryPos: 299, KeyLen: 300})
 			return []tensor.T{a, g.Attention(g.Input(q[7*4*64:8*4*64], 1, 4, 64), kT, vT, tensor.AttnSpec{QueryPos: 99, KeyLen: 100})}
 		}},
@@ -63,10 +54,7 @@ func TestLargeShapes(t *testing.T) {
 		// (a ragged last group), the most (32), and 32 of which 12 have
 		// no keys (a 40-key window: 2 keys a split)
 		{"attention-decode-many-splits", func(g *tensor.Graph, w map[string]tensor.T, b tensor.Backend) []tensor.T {
-			kb, _ := b.Alloc([]int{2100, 2, 64})
-			vb, _ := b.Alloc([]int{2100, 2, 64})
-			kT := g.Store(kb, g.Input(kl, 2100, 2, 64), 0)
-			vT := g.Store(vb, g.Input(vl, 2100, 2, 64), 0)
+			kT, vT := storeKV(g, b, kl, vl, 2100)
 			a := g.Attention(g.Input(q[:4*64], 1, 4, 64), kT, vT, tensor.AttnSpec{QueryPos: 599, KeyLen: 600})
 			return []tensor.T{a, g.Attention(g.Input(q[4*64:2*4*64], 1, 4, 64), kT, vT, tensor.AttnSpec{QueryPos: 2099, KeyLen: 2100}),
 				g.Attention(g.Input(q[2*4*64:3*4*64], 1, 4, 64), kT, vT, tensor.AttnSpec{QueryPos: 2099, KeyLen: 2100, Window: 40})}
@@ -118,4 +106,12 @@ func TestAttnShapeCheck(t *testing.T) {
 			t.Errorf("%+v: no error", a)
 		}
 	}
+}
+
+// storeKV stores n rows of k and v (2 heads of 64) into new caches and
+// returns the stored tensors.
+func storeKV(g *tensor.Graph, b tensor.Backend, k, v []float32, n int) (tensor.T, tensor.T) {
+	kb, _ := b.Alloc([]int{n, 2, 64})
+	vb, _ := b.Alloc([]int{n, 2, 64})
+	return g.Store(kb, g.Input(k, n, 2, 64), 0), g.Store(vb, g.Input(v, n, 2, 64), 0)
 }
