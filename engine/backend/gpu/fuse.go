@@ -333,7 +333,7 @@ func (c *compiler) specWith(j *mvJob, m int, norm bool) *mvSpec {
 	if c.b.mvAuto && m == 1 {
 		sh = perMatrix(sh, c.outRows(j), w.cols(), norm || j.dual)
 	}
-	s := &mvSpec{K: w.cols(), Lanes: sh.Lanes, Rows: sh.Rows, B: sh.Batch, MB: 1, Dual: j.dual}
+	s := &mvSpec{K: w.cols(), Lanes: sh.Lanes, Rows: sh.Rows, B: sh.Batch, MB: 1, Dual: j.dual, RMS: norm}
 	if n := sh.Iters; n > 0 {
 		s.Lanes = lanesFor(s.K, n)
 	}
@@ -420,7 +420,6 @@ func (c *compiler) matvec(j *mvJob) error {
 	first := &g.Nodes[j.mats[0]]
 	m := c.mvRowsOf(j)
 	s := c.spec(j, m)
-	s.RMS = j.norm >= 0
 	if s.RMS && !s.rmsFits() {
 		return fmt.Errorf("internal: rms prologue without workgroup memory")
 	}

@@ -28,8 +28,9 @@ import (
 // With Col > 0 the column kernel (colFit, colSource) serves one row of x
 // instead.
 //
-// Options fuse the graph's neighbours into the kernel: an RMSNorm prologue
-// (x normalised once per workgroup into workgroup memory), Dual (output
+// Options fuse the graph's neighbours into the kernel: an RMSNorm (x times
+// the norm weight staged once per workgroup, its 1/rms applied to the
+// sums at the end: rmsStage), Dual (output
 // silu(x·w0)·(x·w1), the gated MLP), a bias vector and a residual per
 // output, and a rotary embedding of an output (mvRope).
 type mvSpec struct {
@@ -155,6 +156,15 @@ func (s *mvSpec) slots() int {
 // redFloats is the workgroup reduction buffer's length.
 func (s *mvSpec) redFloats() int { return 256 * s.slots() }
 
+// rmsFloats is the workgroup memory of the RMS prologue's sums of squares
+// (ssp, one per invocation, and ssr, 16 partial totals).
+func (s *mvSpec) rmsFloats() int {
+	if s.RMS {
+		return 256 + 16
+	}
+	return 0
+}
+
 // chunkBlocks is the number of 32-element blocks of x to stage at a time
 // in limit bytes of workgroup memory: all of them when they fit, else the
 // largest multiple of Lanes that divides the block count (no bounds checks
@@ -162,7 +172,7 @@ func (s *mvSpec) redFloats() int { return 256 * s.slots() }
 // blocks fit.
 func (s *mvSpec) chunkBlocks(limit int) int {
 	kb := s.K / 32
-	most := (limit - s.redFloats()*4 - 16*4) / (32*4 + 4)
+	most := (limit - (s.redFloats()+s.rmsFloats())*4) / (32*4 + 4)
 	if kb <= most {
 		return kb
 	}
@@ -193,7 +203,7 @@ func (s *mvSpec) source() string {
 		p("const CB: u32 = %du;\n", s.CB)
 		p("var<workgroup> xsh: array<vec4<f32>, %d>;\nvar<workgroup> xbs: array<f32, %d>;\n", s.CB*8, s.CB)
 		if s.RMS {
-			p("var<workgroup> ssr: array<f32, 16>;\n")
+			p("var<workgroup> ssp: array<f32, 256>;\nvar<workgroup> ssr: array<f32, 16>;\n")
 		}
 	} else {
 		p("fn xload(b: u32, m0: u32, i: u32) -> vec4<f32> { return X[min(m0 + b, P.m - 1u) * K4 + i]; }\n")
@@ -265,6 +275,9 @@ func (s *mvSpec) source() string {
 	// conflicts), in four independent chains.
 	S := s.Rows * s.MB
 	N := 256 / L * S // invocations that each add one output's partial sums
+	if s.RMS {
+		rmsPartials(&w, 16, 16)
+	}
 	p(`	for (var k = 0u; k < %du; k++) {
 		red[k * 256u + li] = a[k];
 	}
@@ -300,6 +313,13 @@ func (s *mvSpec) source() string {
 	if s.Dual {
 		sum("u", fmt.Sprintf("k + %du", S))
 		args += ", u"
+	}
+	if s.RMS {
+		if s.Dual {
+			s.rmsScale(&w, 16, "v", "u")
+		} else {
+			s.rmsScale(&w, 16, "v")
+		}
 	}
 	if s.roped() {
 		// the pair's other sum (row ^ 1: its neighbour invocation)
@@ -476,49 +496,48 @@ func (s *mvSpec) stage(w *strings.Builder, in string, check bool) {
 }
 
 // rmsStage writes the WGSL that stages all of x (KB ≤ 256 blocks, one per
-// invocation, held in registers across the reduction) normalised by its
-// RMS and the norm weight.
+// invocation) times the norm weight, and each invocation's Σx² in ssp.
+// The norm's 1/rms is a factor of every output (W·(x·inv∘n) =
+// inv·W·(x∘n)), so it is applied at the end (rmsScale): the reduction of
+// Σx² is off the path between loading x and the weight loads that need it
+// staged, which before cost two barriers at the head of every workgroup.
 func (s *mvSpec) rmsStage(w *strings.Builder) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
-	p("\tvar ss = 0.0;\n")
+	p("\tvar ss = 0.0;\n\tif (li < KB) {\n\t\tlet o = li * 8u;\n\t\tlet sw = li & 7u;\n")
 	for j := 0; j < 8; j++ {
-		p("\tvar v%d = vec4<f32>(0.0);\n", j)
-	}
-	p("\tif (li < KB) {\n")
-	for j := 0; j < 8; j++ {
-		p("\t\tv%d = X[m0 * K4 + li * 8u + %du];\n\t\tss += dot(v%d, v%d);\n", j, j, j, j)
-	}
-	p(`	}
-	red[li] = ss;
-	workgroupBarrier();
-	if (li < 16u) {
-		var t = 0.0;
-		for (var j = 0u; j < 16u; j++) {
-			t += red[li * 16u + j];
-		}
-		ssr[li] = t;
-	}
-	workgroupBarrier();
-	var tot = 0.0;
-	for (var j = 0u; j < 16u; j++) {
-		tot += ssr[j];
-	}
-	let inv = 1.0 / sqrt(tot / %d.0 + P.eps);
-	if (li < KB) {
-		let o = li * 8u;
-		let sw = li & 7u;
-`, s.K)
-	for j := 0; j < 8; j++ {
+		p("\t\tlet v%d = X[m0 * K4 + li * 8u + %du];\n\t\tss += dot(v%d, v%d);\n", j, j, j, j)
 		if s.Norm != nil {
 			p("\t\tlet c%d = 4u * (o + %du);\n", j, j)
-			p("\t\tlet n%d = vec4<f32>(nw_get(0u, c%d), nw_get(0u, c%d + 1u), nw_get(0u, c%d + 2u), nw_get(0u, c%d + 3u));\n", j, j, j, j, j)
-			p("\t\tlet u%d = v%d * inv * (n%d + vec4<f32>(P.shift));\n", j, j, j)
+			p("\t\tlet u%d = v%d * (vec4<f32>(nw_get(0u, c%d), nw_get(0u, c%d + 1u), nw_get(0u, c%d + 2u), nw_get(0u, c%d + 3u)) + vec4<f32>(P.shift));\n", j, j, j, j, j, j)
 		} else {
-			p("\t\tlet u%d = v%d * inv;\n", j, j)
+			p("\t\tlet u%d = v%d;\n", j, j)
 		}
 		p("\t\txsh[o + (%du ^ sw)] = u%d%s;\n", j, j, s.xScale(j))
 	}
-	p("\t\tlet t = u0 + u1 + u2 + u3 + u4 + u5 + u6 + u7;\n\t\txbs[li] = t.x + t.y + t.z + t.w;\n\t}\n\tworkgroupBarrier();\n")
+	p("\t\tlet t = u0 + u1 + u2 + u3 + u4 + u5 + u6 + u7;\n\t\txbs[li] = t.x + t.y + t.z + t.w;\n\t}\n\tssp[li] = ss;\n\tworkgroupBarrier();\n")
+}
+
+// rmsPartials writes the WGSL by which invocations li < n each add per
+// of the invocations' Σx² in ssp into ssr[li]; a barrier must come
+// between it and rmsScale.
+func rmsPartials(w *strings.Builder, n, per int) {
+	fmt.Fprintf(w, `	if (li < %[1]du) {
+		var t = 0.0;
+		for (var j = 0u; j < %[2]du; j++) {
+			t += ssp[li * %[2]du + j];
+		}
+		ssr[li] = t;
+	}
+`, n, per)
+}
+
+// rmsScale writes the WGSL that multiplies the named sums by the norm's
+// 1/rms, from the n partial totals in ssr.
+func (s *mvSpec) rmsScale(w *strings.Builder, n int, names ...string) {
+	fmt.Fprintf(w, "\tvar tot = 0.0;\n\tfor (var j = 0u; j < %du; j++) {\n\t\ttot += ssr[j];\n\t}\n\tlet inv = 1.0 / sqrt(tot / %d.0 + P.eps);\n", n, s.K)
+	for _, v := range names {
+		fmt.Fprintf(w, "\t%s = %s * inv;\n", v, v)
+	}
 }
 
 // accFunc writes acc<i> for x read from memory (several rows of x): this
@@ -615,7 +634,7 @@ func (s *mvSpec) ropeStore(w *strings.Builder, i int, r *mvRope) {
 //
 // The column kernel (one row of x) gives invocation li of a workgroup the
 // 32-column blocks li, li+T, … (NB of them) of every row: it loads its
-// block of x once into registers (normalised, scaled for the quantized
+// block of x once into registers (times the norm weight, scaled for the quantized
 // dot product, with Σx) and then the same block of Col consecutive rows,
 // their loads issued ahead of the arithmetic in batches of up to colLoads
 // vec4 words. Consecutive invocations
@@ -632,7 +651,11 @@ func (s *mvSpec) colFit(rows, threads, limit int) bool {
 	if rows*s.mats() > s.T {
 		return false
 	}
-	return s.colRedFloats()*4+s.T*4+32*4 <= limit
+	ssp := 0
+	if s.RMS {
+		ssp = s.T
+	}
+	return (s.colRedFloats()+s.T+32+ssp)*4 <= limit
 }
 
 // colLoads is the most vec4 words of weights the column kernel loads
@@ -674,7 +697,7 @@ func (s *mvSpec) colSource() string {
 	p("const KB: u32 = %du;\n", kb)
 	p("var<workgroup> red: array<f32, %d>;\nvar<workgroup> red2: array<f32, %d>;\n", s.colRedFloats(), T)
 	if s.RMS {
-		p("var<workgroup> ssr: array<f32, 32>;\n")
+		p("var<workgroup> ssp: array<f32, %d>;\nvar<workgroup> ssr: array<f32, 32>;\n", T)
 	}
 	for i := range s.Out {
 		s.storeFunc(&w, i)
@@ -708,22 +731,8 @@ func (s *mvSpec) colSource() string {
 			}
 			p("\t\t}\n\t}\n")
 		}
-		p(`	red2[li] = ss;
-	workgroupBarrier();
-	if (li < 32u) {
-		var t = 0.0;
-		for (var j = 0u; j < %du; j++) {
-			t += red2[li * %du + j];
-		}
-		ssr[li] = t;
-	}
-	workgroupBarrier();
-	var tot = 0.0;
-	for (var j = 0u; j < 32u; j++) {
-		tot += ssr[j];
-	}
-	let inv = 1.0 / sqrt(tot / %d.0 + P.eps);
-`, T/32, T/32, s.K)
+		// added up at the end, and 1/rms applied to the sums (rmsStage)
+		p("\tssp[li] = ss;\n")
 	}
 	in := "\t\t"
 	if NB == 1 {
@@ -742,9 +751,7 @@ func (s *mvSpec) colSource() string {
 		switch {
 		case s.RMS && s.Norm != nil:
 			p("%slet c%d = blk * 32u + %du;\n", in, j, 4*j)
-			p("%slet u%d = xr%d * inv * (vec4<f32>(nw_get(0u, c%d), nw_get(0u, c%d + 1u), nw_get(0u, c%d + 2u), nw_get(0u, c%d + 3u)) + vec4<f32>(P.shift));\n", in, j, j, j, j, j, j)
-		case s.RMS:
-			p("%slet u%d = xr%d * inv;\n", in, j, j)
+			p("%slet u%d = xr%d * (vec4<f32>(nw_get(0u, c%d), nw_get(0u, c%d + 1u), nw_get(0u, c%d + 2u), nw_get(0u, c%d + 3u)) + vec4<f32>(P.shift));\n", in, j, j, j, j, j, j)
 		default:
 			p("%slet u%d = xr%d;\n", in, j, j)
 		}
@@ -785,7 +792,11 @@ func (s *mvSpec) colSource() string {
 	for k := 0; k < S; k++ {
 		p("\tred[%du + li] = a[%d];\n", k*ST, k)
 	}
-	p("\tworkgroupBarrier();\n\tif (li < %du) {\n\t\tlet k = li / %du;\n\t\tlet part = li %% %du;\n\t\tlet base = k * %du + part;\n", S*PT, PT, PT, ST)
+	p("\tworkgroupBarrier();\n")
+	if s.RMS {
+		rmsPartials(&w, 32, T/32)
+	}
+	p("\tif (li < %du) {\n\t\tlet k = li / %du;\n\t\tlet part = li %% %du;\n\t\tlet base = k * %du + part;\n", S*PT, PT, PT, ST)
 	if n := T / PT; n%2 == 0 {
 		p("\t\tvar s0 = 0.0;\n\t\tvar s1 = 0.0;\n\t\tfor (var j = 0u; j < %du; j += 2u) {\n", n)
 		p("\t\t\ts0 += red[base + j * %du];\n\t\t\ts1 += red[base + (j + 1u) * %du];\n", PT, PT)
@@ -802,6 +813,13 @@ func (s *mvSpec) colSource() string {
 	if s.Dual {
 		sum("u", fmt.Sprintf("li + %du", R))
 		args += ", u"
+	}
+	if s.RMS {
+		if s.Dual {
+			s.rmsScale(&w, 32, "v", "u")
+		} else {
+			s.rmsScale(&w, 32, "v")
+		}
 	}
 	s.storeCall(&w, args)
 	return w.String()
