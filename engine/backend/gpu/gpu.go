@@ -359,11 +359,12 @@ func (s MatVecShape) withDefaults() MatVecShape {
 // (the row kernel, rows × lanes), RxiN (the row kernel, lanes per matrix
 // leaving at most N blocks each), either with bB after it (a load batch
 // of B) and then nN (NormRows N), or cRxT (the column kernel, rows per
-// workgroup × most invocations); and checks it. Every form names a
-// shape, so the matrices no longer get perMatrix's.
+// workgroup × most invocations); and checks it. Every such form names a
+// shape, so the matrices no longer get perMatrix's; nN alone keeps them
+// and changes only NormRows.
 func ParseMatVecShape(f string) (MatVecShape, error) {
 	var sh MatVecShape
-	bad := fmt.Errorf("gpu: matvec shape %q: want RxL or RxiN, either with bB and then nN after it, or cRxT; rows 1, 2 or 4; lanes 8–64; batch 1–8; cols up to 32; threads 64–256 (powers of two)", f)
+	bad := fmt.Errorf("gpu: matvec shape %q: want RxL or RxiN, either with bB and then nN after it, cRxT, or nN alone (the default shapes); rows 1, 2 or 4; lanes 8–64; batch 1–8; cols up to 32; threads 64–256 (powers of two)", f)
 	num := func(s string) int {
 		n, err := strconv.Atoi(s)
 		if err != nil {
@@ -371,7 +372,10 @@ func ParseMatVecShape(f string) (MatVecShape, error) {
 		}
 		return n
 	}
-	if m := colShape.FindStringSubmatch(f); m != nil {
+	if m := normOnly.FindStringSubmatch(f); m != nil {
+		// the default shapes (perMatrix) with another norm row limit
+		sh.NormRows = num(m[1])
+	} else if m := colShape.FindStringSubmatch(f); m != nil {
 		sh.Cols, sh.Threads = num(m[1]), num(m[2])
 	} else if m := rowShape.FindStringSubmatch(f); m != nil {
 		sh.Rows = num(m[1])
@@ -397,6 +401,7 @@ func ParseMatVecShape(f string) (MatVecShape, error) {
 
 var (
 	colShape = regexp.MustCompile(`^c(\d+)x(\d+)$`)
+	normOnly = regexp.MustCompile(`^n(\d+)$`)
 	rowShape = regexp.MustCompile(`^(\d+)x(i?)(\d+)(?:b(\d+))?(?:n(\d+))?$`)
 )
 

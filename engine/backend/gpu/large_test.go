@@ -51,13 +51,14 @@ func TestLargeShapes(t *testing.T) {
 			return []tensor.T{a, g.Attention(g.Input(q[7*4*64:8*4*64], 1, 4, 64), kT, vT, tensor.AttnSpec{QueryPos: 99, KeyLen: 100})}
 		}},
 		// the merge reads the records of 8 splits at a time: 10 splits
-		// (a ragged last group), the most (32), and 32 of which 12 have
-		// no keys (a 40-key window: 2 keys a split)
+		// (a ragged last group), 20 (a ragged third), the most (32), and
+		// 32 of which 12 have no keys (a 40-key window: 2 keys a split)
 		{"attention-decode-many-splits", func(g *tensor.Graph, w map[string]tensor.T, b tensor.Backend) []tensor.T {
 			kT, vT := storeKV(g, b, kl, vl, 2100)
 			a := g.Attention(g.Input(q[:4*64], 1, 4, 64), kT, vT, tensor.AttnSpec{QueryPos: 599, KeyLen: 600})
 			return []tensor.T{a, g.Attention(g.Input(q[4*64:2*4*64], 1, 4, 64), kT, vT, tensor.AttnSpec{QueryPos: 2099, KeyLen: 2100}),
-				g.Attention(g.Input(q[2*4*64:3*4*64], 1, 4, 64), kT, vT, tensor.AttnSpec{QueryPos: 2099, KeyLen: 2100, Window: 40})}
+				g.Attention(g.Input(q[2*4*64:3*4*64], 1, 4, 64), kT, vT, tensor.AttnSpec{QueryPos: 2099, KeyLen: 2100, Window: 40}),
+				g.Attention(g.Input(q[3*4*64:4*4*64], 1, 4, 64), kT, vT, tensor.AttnSpec{QueryPos: 1249, KeyLen: 1250})}
 		}},
 	}
 	ref := cpu.New(cpu.Options{})
