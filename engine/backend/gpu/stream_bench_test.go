@@ -221,6 +221,7 @@ func (p mvProto) source(s *mvSpec) string {
 var (
 	mvProtos = flag.String("gpustream.protos", "", "matvec prototypes BenchmarkMatVecProto runs, as T.L.R.B[g] (g: x from memory), with -noalu or -noload to ablate (mvProto.Ablate), comma-separated; empty: a built-in sweep; none: no prototypes")
 	mvRows   = flag.String("gpustream.rows", "", "row kernel shapes BenchmarkMatVecProto also times, as RxLbB (rows x lanes, load batch), comma-separated, e.g. 2x16b1,2x32b4,4x16b2")
+	mvTall   = flag.String("gpustream.n", "", "more output row counts of a 4096-wide matrix BenchmarkMatVecProto times, comma-separated (how the workgroup count alone moves the read rate)")
 )
 
 // parseRowShapes reads -gpustream.rows (row kernel shapes only).
@@ -282,10 +283,21 @@ func BenchmarkMatVecProto(b *testing.B) {
 		}
 	}
 	rep := *streamRep
-	for _, sh := range []struct {
+	type matShape struct {
 		name string
 		k, n int
-	}{{"o_proj k4096 n4096", 4096, 4096}, {"gate k4096 n14336", 4096, 14336}, {"down k14336 n4096", 14336, 4096}} {
+	}
+	mats := []matShape{{"o_proj k4096 n4096", 4096, 4096}, {"gate k4096 n14336", 4096, 14336}, {"down k14336 n4096", 14336, 4096}}
+	if *mvTall != "" {
+		for _, f := range strings.Split(*mvTall, ",") {
+			n, err := strconv.Atoi(f)
+			if err != nil || n < 1 {
+				b.Fatalf("-gpustream.n entry %q: want a row count", f)
+			}
+			mats = append(mats, matShape{fmt.Sprintf("k4096 n%d", n), 4096, n})
+		}
+	}
+	for _, sh := range mats {
 		dataBytes, sbBytes := uint64(sh.n*sh.k/2), uint64(sh.n*sh.k/64*4)
 		type wbuf struct{ d, s *wgpu.Buffer }
 		ws := make([]wbuf, rep)
