@@ -354,13 +354,13 @@ func TestParseMatVecShape(t *testing.T) {
 	for f, want := range map[string]gpu.MatVecShape{
 		"2x16": {Rows: 2, Lanes: 16}, "4x16b2": {Rows: 4, Lanes: 16, Batch: 2}, "c8x256": {Cols: 8, Threads: 256},
 		"2xi8": {Rows: 2, Iters: 8}, "1xi4b2": {Rows: 1, Iters: 4, Batch: 2},
-		"2xi8n8192": {Rows: 2, Iters: 8, NormRows: 8192}, "2x16b1n100": {Rows: 2, Lanes: 16, Batch: 1, NormRows: 100}, "n200000": {NormRows: 200000},
+		"2xi8n8192": {Rows: 2, Iters: 8, NormRows: 8192}, "2x16b1n100": {Rows: 2, Lanes: 16, Batch: 1, NormRows: 100}, "n200000": {NormRows: 200000}, "b2": {Batch: 2}, "b4n100": {Batch: 4, NormRows: 100},
 	} {
 		if got, err := gpu.ParseMatVecShape(f); err != nil || got != want {
 			t.Errorf("ParseMatVecShape(%q) = %+v, %v; want %+v", f, got, err, want)
 		}
 	}
-	for _, f := range []string{"", "2x", "2x16b", "2x16c4", "c8", "x16", "2xi", "2xi-1", "2x16p", "2xi8b", "c8x256b2", "3x16", "2x16b3", "2x16n", "2x16n8b2", "c8x256n8", "n", "n8x"} {
+	for _, f := range []string{"", "2x", "2x16b", "2x16c4", "c8", "x16", "2xi", "2xi-1", "2x16p", "2xi8b", "c8x256b2", "3x16", "2x16b3", "2x16n", "2x16n8b2", "c8x256n8", "n", "n8x", "b", "b3", "bn", "n8b2"} {
 		if got, err := gpu.ParseMatVecShape(f); err == nil {
 			t.Errorf("ParseMatVecShape(%q) = %+v, want an error", f, got)
 		}

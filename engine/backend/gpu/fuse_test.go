@@ -317,7 +317,8 @@ var testRopeTrad = &tensor.Rope{InvFreq: []float32{1, 0.5, 0.25, 0.125, 0.0625, 
 // exercised on real GPUs only (see docs/design/gpu.md).
 var testShapes = []Options{{}, {MatVec: MatVecShape{Rows: 1, Lanes: 16}}, {MatVec: MatVecShape{Rows: 4, Lanes: 32}}, {MatVec: MatVecShape{Rows: 2, Lanes: 32}}, {MatVec: MatVecShape{Rows: 2, Lanes: 8}},
 	{MatVec: MatVecShape{Rows: 2, Lanes: 16, Batch: 4}}, {MatVec: MatVecShape{Rows: 2, Lanes: 8, Batch: 8}}, {MatVec: MatVecShape{Rows: 4, Lanes: 32, Batch: 2}}, {MatVec: MatVecShape{Rows: 2, Iters: 1}}, {MatVec: MatVecShape{Rows: 1, Iters: 4, Batch: 2}},
-	{MatVec: MatVecShape{Cols: 8}}, {MatVec: MatVecShape{Cols: 1, Threads: 64}}, {MatVec: MatVecShape{Cols: 16, Threads: 64}}, {MatVec: MatVecShape{Cols: 32, Threads: 128}}}
+	{MatVec: MatVecShape{Cols: 8}}, {MatVec: MatVecShape{Cols: 1, Threads: 64}}, {MatVec: MatVecShape{Cols: 16, Threads: 64}}, {MatVec: MatVecShape{Cols: 32, Threads: 128}},
+	{MatVec: MatVecShape{Batch: 2}}}
 
 // TestRopeFoldPlan checks that a decode step's q and k RoPEs run in the
 // QKV kernel (TestFusions passes whether or not they fold), and that the
@@ -448,6 +449,8 @@ func TestPerMatrixPlan(t *testing.T) {
 		want  []string
 	}{
 		{MatVecShape{}, []string{"k64 4x16", "k4160 c8x", "k4160 2x64", "k4160 rms 2x32", "k1024 2x64", "k4160 dual 2x64"}},
+		// a load batch is not a shape: the matrices keep theirs
+		{MatVecShape{Batch: 2}, []string{"k64 4x16", "k4160 c8x", "k4160 2x64", "k4160 rms 2x32", "k1024 2x64", "k4160 dual 2x64"}},
 		{MatVecShape{Rows: 2, Iters: 8}, []string{"k64 2x16", "k4160 2x32", "k4160 2x32", "k4160 rms 2x32", "k1024 2x16", "k4160 dual 2x32"}},
 	} {
 		if err := b.SetMatVec(tc.shape); err != nil {

@@ -81,7 +81,7 @@ func (a AttnShape) check() error {
 // matrix with at most 8 blocks each (16 lanes for a 4096-wide matrix, 64
 // for the 14336-wide down projection), batch 1, the RMSNorm folded into
 // kernels of up to 65536 rows (not into a 128256-row LM head). When no
-// field but NormRows is set, that default is fitted to each matrix with
+// field but NormRows and Batch is set, that default is fitted to each matrix with
 // one row of x (perMatrix: the column kernel for a down projection, more
 // workgroups for o_proj, 4 rows for an LM head): the fastest measured on
 // the H200 (docs/benchmarks.md). A shape given is used for every matrix.
@@ -325,10 +325,11 @@ func (b *Backend) dropPlans() {
 // invocation (perMatrix).
 const headRows = 65536
 
-// isDefault reports whether s names no kernel shape (NormRows aside), so
-// that each matrix gets the default fitted to it.
+// isDefault reports whether s names no kernel shape (NormRows and Batch,
+// which is when loads are issued, aside), so that each matrix gets the
+// default fitted to it.
 func (s MatVecShape) isDefault() bool {
-	s.NormRows = 0
+	s.NormRows, s.Batch = 0, 0
 	return s == MatVecShape{}
 }
 
@@ -360,11 +361,11 @@ func (s MatVecShape) withDefaults() MatVecShape {
 // leaving at most N blocks each), either with bB after it (a load batch
 // of B) and then nN (NormRows N), or cRxT (the column kernel, rows per
 // workgroup × most invocations); and checks it. Every such form names a
-// shape, so the matrices no longer get perMatrix's; nN alone keeps them
-// and changes only NormRows.
+// shape, so the matrices no longer get perMatrix's; bB, nN or bBnN alone
+// keeps them and changes only Batch and NormRows.
 func ParseMatVecShape(f string) (MatVecShape, error) {
 	var sh MatVecShape
-	bad := fmt.Errorf("gpu: matvec shape %q: want RxL or RxiN, either with bB and then nN after it, cRxT, or nN alone (the default shapes); rows 1, 2 or 4; lanes 8–64; batch 1–8; cols up to 32; threads 64–256 (powers of two)", f)
+	bad := fmt.Errorf("gpu: matvec shape %q: want RxL or RxiN, either with bB and then nN after it, cRxT, or bB, nN or both alone (the default shapes); rows 1, 2 or 4; lanes 8–64; batch 1–8; cols up to 32; threads 64–256 (powers of two)", f)
 	num := func(s string) int {
 		n, err := strconv.Atoi(s)
 		if err != nil {
@@ -372,9 +373,15 @@ func ParseMatVecShape(f string) (MatVecShape, error) {
 		}
 		return n
 	}
-	if m := normOnly.FindStringSubmatch(f); m != nil {
-		// the default shapes (perMatrix) with another norm row limit
-		sh.NormRows = num(m[1])
+	if m := batchNorm.FindStringSubmatch(f); m != nil && f != "" {
+		// the default shapes (perMatrix) with another load batch or norm
+		// row limit
+		if m[1] != "" {
+			sh.Batch = num(m[1])
+		}
+		if m[2] != "" {
+			sh.NormRows = num(m[2])
+		}
 	} else if m := colShape.FindStringSubmatch(f); m != nil {
 		sh.Cols, sh.Threads = num(m[1]), num(m[2])
 	} else if m := rowShape.FindStringSubmatch(f); m != nil {
@@ -400,9 +407,9 @@ func ParseMatVecShape(f string) (MatVecShape, error) {
 }
 
 var (
-	colShape = regexp.MustCompile(`^c(\d+)x(\d+)$`)
-	normOnly = regexp.MustCompile(`^n(\d+)$`)
-	rowShape = regexp.MustCompile(`^(\d+)x(i?)(\d+)(?:b(\d+))?(?:n(\d+))?$`)
+	colShape  = regexp.MustCompile(`^c(\d+)x(\d+)$`)
+	batchNorm = regexp.MustCompile(`^(?:b(\d+))?(?:n(\d+))?$`)
+	rowShape  = regexp.MustCompile(`^(\d+)x(i?)(\d+)(?:b(\d+))?(?:n(\d+))?$`)
 )
 
 // checkShape reports whether s (with defaults filled) is a shape the
