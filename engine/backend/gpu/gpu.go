@@ -81,10 +81,11 @@ func (a AttnShape) check() error {
 // matrix with at most 8 blocks each (16 lanes for a 4096-wide matrix, 64
 // for the 14336-wide down projection), batch 1, the RMSNorm folded into
 // kernels of up to 65536 rows (not into a 128256-row LM head). When no
-// field but NormRows and Batch is set, that default is fitted to each matrix with
-// one row of x (perMatrix: the column kernel for a down projection, more
-// workgroups for o_proj, 4 rows for an LM head): the fastest measured on
-// the H200 (docs/benchmarks.md). A shape given is used for every matrix.
+// field but NormRows or Batch is set, that default is fitted to each
+// matrix with one row of x (perMatrix: the column kernel for a down
+// projection, more workgroups for o_proj, 4 rows for an LM head): the
+// fastest measured on the H200 (docs/benchmarks.md). A shape given is
+// used for every matrix.
 type MatVecShape struct {
 	Rows  int // 1, 2 or 4
 	Lanes int // 8, 16, 32 or 64
