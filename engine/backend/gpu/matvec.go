@@ -29,10 +29,10 @@ import (
 // instead.
 //
 // Options fuse the graph's neighbours into the kernel: an RMSNorm (x times
-// the norm weight staged once per workgroup, its 1/rms applied to the
-// sums at the end: rmsStage), Dual (output
-// silu(x·w0)·(x·w1), the gated MLP), a bias vector and a residual per
-// output, and a rotary embedding of an output (mvRope).
+// the norm weight staged once per workgroup, its 1/rms applied to the sums
+// at the end: rmsStage), Dual (output silu(x·w0)·(x·w1), the gated MLP), a
+// bias vector and a residual per output, and a rotary embedding of an
+// output (mvRope).
 type mvSpec struct {
 	K     int
 	Lanes int
@@ -315,11 +315,7 @@ func (s *mvSpec) source() string {
 		args += ", u"
 	}
 	if s.RMS {
-		if s.Dual {
-			s.rmsScale(&w, 16, "v", "u")
-		} else {
-			s.rmsScale(&w, 16, "v")
-		}
+		s.rmsScale(&w, 16)
 	}
 	if s.roped() {
 		// the pair's other sum (row ^ 1: its neighbour invocation)
@@ -531,12 +527,13 @@ func rmsPartials(w *strings.Builder, n, per int) {
 `, n, per)
 }
 
-// rmsScale writes the WGSL that multiplies the named sums by the norm's
-// 1/rms, from the n partial totals in ssr.
-func (s *mvSpec) rmsScale(w *strings.Builder, n int, names ...string) {
-	fmt.Fprintf(w, "\tvar tot = 0.0;\n\tfor (var j = 0u; j < %du; j++) {\n\t\ttot += ssr[j];\n\t}\n\tlet inv = 1.0 / sqrt(tot / %d.0 + P.eps);\n", n, s.K)
-	for _, v := range names {
-		fmt.Fprintf(w, "\t%s = %s * inv;\n", v, v)
+// rmsScale writes the WGSL that multiplies an output's sum v (and u, the
+// up projection's, for Dual) by the norm's 1/rms, from the n partial
+// totals in ssr.
+func (s *mvSpec) rmsScale(w *strings.Builder, n int) {
+	fmt.Fprintf(w, "\tvar tot = 0.0;\n\tfor (var j = 0u; j < %du; j++) {\n\t\ttot += ssr[j];\n\t}\n\tlet inv = 1.0 / sqrt(tot / %d.0 + P.eps);\n\tv = v * inv;\n", n, s.K)
+	if s.Dual {
+		w.WriteString("\tu = u * inv;\n")
 	}
 }
 
@@ -634,11 +631,11 @@ func (s *mvSpec) ropeStore(w *strings.Builder, i int, r *mvRope) {
 //
 // The column kernel (one row of x) gives invocation li of a workgroup the
 // 32-column blocks li, li+T, … (NB of them) of every row: it loads its
-// block of x once into registers (times the norm weight, scaled for the quantized
-// dot product, with Σx) and then the same block of Col consecutive rows,
-// their loads issued ahead of the arithmetic in batches of up to colLoads
-// vec4 words. Consecutive invocations
-// read consecutive words of a row (coalesced), and no x is read from
+// block of x once into registers (times the norm weight, scaled for the
+// quantized dot product, with Σx) and then the same block of Col
+// consecutive rows, their loads issued ahead of the arithmetic in batches
+// of up to colLoads vec4 words. Consecutive invocations read consecutive
+// words of a row (coalesced), and no x is read from
 // workgroup memory in the inner loop (the row kernel reads 128 bytes of
 // staged x there per 16-byte word of 4-bit weights, shared by its Rows
 // rows). The T partial sums of each row are then added in workgroup
@@ -815,11 +812,7 @@ func (s *mvSpec) colSource() string {
 		args += ", u"
 	}
 	if s.RMS {
-		if s.Dual {
-			s.rmsScale(&w, 32, "v", "u")
-		} else {
-			s.rmsScale(&w, 32, "v")
-		}
+		s.rmsScale(&w, 32)
 	}
 	s.storeCall(&w, args)
 	return w.String()
