@@ -161,10 +161,10 @@ func (t *passTimer) run(b *Backend, pipe *wgpu.ComputePipeline, groups []*wgpu.B
 		return 0, err
 	}
 	t0 := time.Now()
-	sub := b.queue.Submit(cmd)
+	b.queue.Submit(cmd)
 	cmd.Release()
 	if t.qs == nil {
-		b.dev.Poll(true, &wgpu.WrappedSubmissionIndex{Queue: b.queue, SubmissionIndex: sub})
+		b.waitIdle()
 		return time.Since(t0), nil
 	}
 	raw := make([]byte, 16)

@@ -204,7 +204,7 @@ func (b *Backend) newBuffer(label string, size uint64, fill func([]byte)) (*wgpu
 // flush makes the device consume pending uploads, freeing staging memory.
 func (b *Backend) flush() {
 	b.queue.Submit()
-	b.dev.Poll(true, nil)
+	b.waitIdle()
 	b.pending = 0
 }
 
@@ -336,30 +336,25 @@ func (b *Backend) Read(t tensor.T, dst []float32) error {
 	if err != nil {
 		return fmt.Errorf("read: %w", err)
 	}
-	sub := b.queue.Submit(cmd)
+	b.queue.Submit(cmd)
 	cmd.Release()
-	return b.mapRead(st.stage, 0, dst, sub)
+	return b.mapRead(st.stage, 0, dst)
 }
 
-// mapRead maps len(dst)*4 bytes of src at off, once submission sub is
-// done, and copies them out.
-func (b *Backend) mapRead(src *wgpu.Buffer, off uint64, dst []float32, sub wgpu.SubmissionIndex) error {
+// mapRead maps len(dst)*4 bytes of src at off, once the device has
+// finished the submissions that write src, and copies them out.
+func (b *Backend) mapRead(src *wgpu.Buffer, off uint64, dst []float32) error {
 	if len(dst) == 0 {
 		return nil
 	}
 	// Both targets (amd64, arm64) are little-endian, like the device data.
-	return b.mapBytesAfter(src, off, unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), len(dst)*4), &sub)
+	return b.mapBytes(src, off, unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), len(dst)*4))
 }
 
-// mapBytes maps len(dst) bytes of src at off, waits for the device, and
-// copies them out.
+// mapBytes maps len(dst) bytes of src at off, once the device has finished
+// the submissions that write src (not those queued after them), and copies
+// them out.
 func (b *Backend) mapBytes(src *wgpu.Buffer, off uint64, dst []byte) error {
-	return b.mapBytesAfter(src, off, dst, nil)
-}
-
-// mapBytesAfter is mapBytes waiting for submission sub only (nil: for all
-// work), so a read does not wait for a run queued after the one it reads.
-func (b *Backend) mapBytesAfter(src *wgpu.Buffer, off uint64, dst []byte, sub *wgpu.SubmissionIndex) error {
 	size := uint64(len(dst))
 	mapSize := (size + 7) &^ 7
 	var status wgpu.BufferMapAsyncStatus
@@ -367,13 +362,7 @@ func (b *Backend) mapBytesAfter(src *wgpu.Buffer, off uint64, dst []byte, sub *w
 	if err := src.MapAsync(wgpu.MapModeRead, off, mapSize, func(s wgpu.BufferMapAsyncStatus) { status, done = s, true }); err != nil {
 		return fmt.Errorf("read: %w", err)
 	}
-	var idx *wgpu.WrappedSubmissionIndex
-	if sub != nil {
-		idx = &wgpu.WrappedSubmissionIndex{Queue: b.queue, SubmissionIndex: *sub}
-	}
-	for !done {
-		b.dev.Poll(true, idx)
-	}
+	b.waitUntil(func(bool) bool { return done })
 	if status != wgpu.BufferMapAsyncStatusSuccess {
 		return fmt.Errorf("read: mapping the result failed (status %d; device lost?)", status)
 	}

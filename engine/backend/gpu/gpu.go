@@ -440,8 +440,13 @@ const minWorkgroupBytes = 2 * 32 * 65 * 4
 // buffer and keeps no reference to the caller's bytes (tensor.UploadCopier).
 func (b *Backend) CopiesUploads() bool { return true }
 
-// Close frees every device object the backend holds.
+// Close frees every device object the backend holds, once the device has
+// finished what was submitted (wgpu's own wait on release would give up
+// after 5 s and free objects still in use: wait.go).
 func (b *Backend) Close() error {
+	if b.dev != nil && b.queue != nil {
+		b.waitIdle()
+	}
 	for _, p := range b.plans {
 		p.release()
 	}

@@ -214,7 +214,6 @@ type pending struct {
 	par int
 	run uint64 // pool.runs after it started
 	gen uint64 // pool.rbGen[par] it copied into
-	sub wgpu.SubmissionIndex
 }
 
 func (p *pending) Read(t tensor.T, dst []float32) error {
@@ -229,7 +228,7 @@ func (p *pending) Read(t tensor.T, dst []float32) error {
 	if len(dst) != r.elems {
 		return fmt.Errorf("read: dst has %d elements, tensor has %d", len(dst), r.elems)
 	}
-	return p.b.mapRead(pool.readback[p.par], r.off, dst, p.sub)
+	return p.b.mapRead(pool.readback[p.par], r.off, dst)
 }
 
 func (b *Backend) start(ctx context.Context, g *tensor.Graph, outs []tensor.T) (*pending, error) {
@@ -270,13 +269,12 @@ func (b *Backend) start(ctx context.Context, g *tensor.Graph, outs []tensor.T) (
 	}
 	t2 := time.Now()
 	par := b.pool.par
-	sub, err := b.submit(pl, par)
-	if err != nil {
+	if err := b.submit(pl, par); err != nil {
 		return nil, fmt.Errorf("gpu: %w", err)
 	}
 	b.pool.runs++
 	b.pool.par = par ^ 1
-	b.last = &pending{b: b, pl: pl, par: par, run: b.pool.runs, gen: b.pool.rbGen[par], sub: sub}
+	b.last = &pending{b: b, pl: pl, par: par, run: b.pool.runs, gen: b.pool.rbGen[par]}
 	b.times.Plan, b.times.Upload = t1.Sub(t0), t2.Sub(t1)
 	return b.last, nil
 }
@@ -385,7 +383,7 @@ func (b *Backend) encode(pl *plan, par int) (*wgpu.CommandBuffer, error) {
 // runs (grids are fixed, parameters live in the params buffer), so the
 // next step of a decode loop only uploads its inputs and parameters and
 // submits.
-func (b *Backend) submit(pl *plan, par int) (wgpu.SubmissionIndex, error) {
+func (b *Backend) submit(pl *plan, par int) error {
 	t0 := time.Now()
 	cmd := pl.ready[par]
 	pl.ready[par] = nil
@@ -395,10 +393,10 @@ func (b *Backend) submit(pl *plan, par int) (wgpu.SubmissionIndex, error) {
 		}
 		var err error
 		if cmd, err = b.encode(pl, par); err != nil {
-			return 0, err
+			return err
 		}
 	}
-	sub := b.queue.Submit(cmd)
+	b.queue.Submit(cmd)
 	cmd.Release()
 	t1 := time.Now()
 	b.times.Submit, b.times.Encode = t1.Sub(t0), 0
@@ -410,10 +408,10 @@ func (b *Backend) submit(pl *plan, par int) (wgpu.SubmissionIndex, error) {
 		}
 		cmd, err := b.encode(pl, next)
 		if err != nil {
-			return 0, err
+			return err
 		}
 		pl.ready[next], pl.readyGen[next] = cmd, b.pool.rbGen[next]
 		b.times.Encode = time.Since(t1)
 	}
-	return sub, nil
+	return nil
 }
