@@ -11,7 +11,9 @@ import (
 
 // newGPU makes the WebGPU backend (Metal on macOS, Vulkan on Linux).
 // With auto, it declines (nil, nil) when the only adapter is a CPU
-// emulation such as lavapipe, which is slower than the cpu backend.
+// emulation such as lavapipe, which is slower than the cpu backend; asked
+// for by name, it runs there and the device name says so, since
+// Model.Backend is what the start lines print.
 func newGPU(auto bool) (tensor.Backend, string, error) {
 	if auto {
 		a, err := gpu.Probe()
@@ -23,5 +25,9 @@ func newGPU(auto bool) (tensor.Backend, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("gpu backend: %w", err)
 	}
-	return b, b.Adapter().Name, nil
+	a := b.Adapter()
+	if a.Emulated {
+		return b, a.Name + ", " + EmulatedNote, nil
+	}
+	return b, a.Name, nil
 }

@@ -106,6 +106,11 @@ func Load(dir string, opt Options) (*Model, error) {
 	return &Model{Dir: dir, Config: cfg, Family: fam, backend: b, device: device, impl: impl, set: set, chunk: chunk, sync: opt.Unpipelined}, nil
 }
 
+// EmulatedNote ends the device name of a GPU backend whose adapter is a
+// software emulation on the CPU (lavapipe): right, but slower than the cpu
+// backend, so the start lines that print Model.Backend say so.
+const EmulatedNote = "emulated on the CPU: for tests, slower than --backend cpu"
+
 // newBackend picks the backend opt asks for; auto takes a real GPU when
 // there is one and the CPU otherwise.
 func newBackend(opt Options) (tensor.Backend, string, error) {

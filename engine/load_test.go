@@ -12,6 +12,7 @@ import (
 	"hearth/engine/family"
 	"hearth/engine/tensor"
 	"hearth/engine/weights"
+	"hearth/internal/testenv"
 	"hearth/internal/testmodels"
 )
 
@@ -145,5 +146,32 @@ func TestUnknownBackend(t *testing.T) {
 	_, err := engine.Load(filepath.Join(testmodels.Root(), "llama-f32"), engine.Options{Backend: "tpu"})
 	if err == nil || !strings.Contains(err.Error(), `unknown backend "tpu" (auto, gpu or cpu)`) {
 		t.Errorf("Load with backend tpu: error = %v", err)
+	}
+}
+
+// TestEmulatedGPUSaysSo: --backend gpu on Mesa's software adapter
+// (lavapipe, named llvmpipe; CI's only adapter) runs, and the backend's
+// name, which the start lines print, says it is an emulation; auto never
+// picks it.
+func TestEmulatedGPUSaysSo(t *testing.T) {
+	dir := filepath.Join(testmodels.Root(), "llama-f32")
+	m, err := engine.Load(dir, engine.Options{Backend: "gpu"})
+	testenv.Need(t, "a gpu backend", err == nil)
+	got := m.Backend()
+	m.Close()
+	soft := strings.Contains(got, "llvmpipe")
+	if soft != strings.HasSuffix(got, ", "+engine.EmulatedNote+")") {
+		t.Errorf("Backend() = %q: the note should end it exactly when the adapter is llvmpipe", got)
+	}
+	if !soft {
+		return
+	}
+	auto, err := engine.Load(dir, engine.Options{Backend: "auto"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer auto.Close()
+	if got := auto.Backend(); got != "cpu" {
+		t.Errorf("auto with only an emulated adapter runs on %q, want cpu", got)
 	}
 }
