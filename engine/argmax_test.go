@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,11 +21,6 @@ func TestDeviceArgmaxMatchesHost(t *testing.T) {
 	for _, backend := range []string{"cpu", "gpu"} {
 		for _, name := range []string{"llama-f32", "gemma2-f32", "mixtral-f32", "qwen3-q4g64"} {
 			t.Run(backend+"/"+name, func(t *testing.T) {
-				if _, set := os.LookupEnv("LP_NUM_THREADS"); backend == "gpu" && !set {
-					// Mesa 22.3's lavapipe crashes in its worker threads on
-					// some graphs (docs/design/gpu.md); real drivers ignore it
-					t.Setenv("LP_NUM_THREADS", "0")
-				}
 				m, err := engine.Load(filepath.Join(testmodels.Root(), name), engine.Options{Backend: backend, ChunkTokens: 4})
 				if backend == "gpu" && err != nil {
 					testenv.Need(t, "a gpu backend ("+err.Error()+")", false)
@@ -177,9 +171,6 @@ func TestGreedyRequestPathsAgree(t *testing.T) {
 // one step ahead (Sequence.Greedy) and stops at an end of sequence it could
 // not foresee.
 func greedyRequestPathsAgree(t *testing.T, backend string) {
-	if _, set := os.LookupEnv("LP_NUM_THREADS"); backend == "gpu" && !set {
-		t.Setenv("LP_NUM_THREADS", "0") // lavapipe's worker threads (docs/design/gpu.md)
-	}
 	r, err := engine.Open(filepath.Join(testmodels.Root(), "chat-tiny"), engine.RunnerOptions{Options: engine.Options{Backend: backend}})
 	if backend == "gpu" && err != nil {
 		testenv.Need(t, "a gpu backend ("+err.Error()+")", false)

@@ -172,9 +172,6 @@ func TestWeightBytesUntied(t *testing.T) {
 // bound comes from the device's own read rate, and the profile names the
 // kernels of a decode step. On the cpu backend a profile is refused.
 func TestRunGPU(t *testing.T) {
-	if _, set := os.LookupEnv("LP_NUM_THREADS"); !set {
-		t.Setenv("LP_NUM_THREADS", "0") // lavapipe's worker threads crash on some graphs (docs/design/gpu.md)
-	}
 	m, err := engine.Load(filepath.Join(testmodels.Root(), "llama-f32"), engine.Options{Backend: "gpu"})
 	if err != nil {
 		testenv.Need(t, "a gpu backend ("+err.Error()+")", false)

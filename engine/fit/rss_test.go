@@ -332,11 +332,6 @@ func TestGPULoadHoldsOneCopy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping: loads a 234 MB model on the gpu backend")
 	}
-	if _, set := os.LookupEnv("LP_NUM_THREADS"); !set {
-		// Mesa 22.3's lavapipe crashes in its worker threads on some
-		// graphs (docs/design/gpu.md); real drivers ignore it
-		t.Setenv("LP_NUM_THREADS", "0")
-	}
 	if m, err := engine.Load(filepath.Join(testmodels.Root(), "llama-f32"), engine.Options{Backend: "gpu"}); err != nil {
 		testenv.Need(t, "a gpu backend ("+err.Error()+")", false)
 	} else {

@@ -28,14 +28,6 @@ var (
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	// Mesa 22.3's lavapipe (Debian 12) crashes in its compute worker
-	// threads on some of these graphs (a segfault or "Unsupported command"
-	// in the driver's queue thread; correct results with one thread, and
-	// under the Vulkan validation layer). Its single-threaded mode is
-	// exact and fast enough for these tests. Real GPU drivers ignore it.
-	if _, set := os.LookupEnv("LP_NUM_THREADS"); !set {
-		os.Setenv("LP_NUM_THREADS", "0")
-	}
 	code := m.Run()
 	if benchDir != "" {
 		os.RemoveAll(benchDir)
