@@ -5,6 +5,7 @@ package nn
 
 import (
 	"fmt"
+	"slices"
 
 	"hearth/engine/tensor"
 	"hearth/engine/weights"
@@ -26,7 +27,7 @@ func (l *Loader) upload(w tensor.Weight, shape ...int) tensor.T {
 	if w.Data == nil || l.err != nil {
 		return tensor.T{}
 	}
-	if !sameShape(w.Shape, shape) {
+	if !slices.Equal(w.Shape, shape) {
 		l.err = fmt.Errorf("tensor %q has shape %v, the config implies %v", w.Name, w.Shape, shape)
 		return tensor.T{}
 	}
@@ -95,16 +96,4 @@ type RMSNorm struct {
 // Forward applies the norm over the last axis.
 func (m RMSNorm) Forward(g *tensor.Graph, x tensor.T) tensor.T {
 	return g.RMSNorm(x, m.W, m.Eps, m.Shift)
-}
-
-func sameShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -3,6 +3,7 @@ package tensor
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -164,25 +165,13 @@ func last(s []int) int {
 	return s[len(s)-1]
 }
 
-func sameShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // isSuffix reports whether b's shape is a suffix of a's, so b broadcasts
 // over a's leading axes.
 func isSuffix(a, b []int) bool {
 	if len(b) > len(a) {
 		return false
 	}
-	return sameShape(a[len(a)-len(b):], b)
+	return slices.Equal(a[len(a)-len(b):], b)
 }
 
 func clone(s []int) []int { return append([]int(nil), s...) }

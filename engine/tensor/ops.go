@@ -1,6 +1,9 @@
 package tensor
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // Op is one kind of graph node. The list is closed: a backend implements
 // every op (Ops returns them all), and tensortest checks each one against
@@ -212,7 +215,7 @@ func (g *Graph) Slice(x T, axis, start, end int) T {
 // read dst should take the returned T so backends keep the order.
 func (g *Graph) Store(dst, src T, row int) T {
 	ds, ss := g.Shape(dst), g.Shape(src)
-	if dst.Buffer() < 0 || len(ds) != len(ss) || !sameShape(ds[1:], ss[1:]) || row < 0 || row+ss[0] > ds[0] {
+	if dst.Buffer() < 0 || len(ds) != len(ss) || !slices.Equal(ds[1:], ss[1:]) || row < 0 || row+ss[0] > ds[0] {
 		return g.fail("store: src %v into %v at row %d", ss, ds, row)
 	}
 	g.add(Node{Op: OpStore, In: []T{dst, src}, Shape: clone(ss), I: [3]int{row}})
@@ -240,7 +243,7 @@ type AttnSpec struct {
 // query attention), giving [n, hq, d].
 func (g *Graph) Attention(q, k, v T, s AttnSpec) T {
 	qs, ks, vs := g.Shape(q), g.Shape(k), g.Shape(v)
-	if len(qs) != 3 || len(ks) != 3 || !sameShape(ks, vs) || ks[2] != qs[2] || ks[1] == 0 || qs[1]%ks[1] != 0 {
+	if len(qs) != 3 || len(ks) != 3 || !slices.Equal(ks, vs) || ks[2] != qs[2] || ks[1] == 0 || qs[1]%ks[1] != 0 {
 		return g.fail("attention: q %v, k %v, v %v", qs, ks, vs)
 	}
 	rows := s.KeyLen

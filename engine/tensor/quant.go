@@ -48,7 +48,7 @@ func (w *Weight) DecodeRow(row int, dst []float32) {
 			}
 		default:
 			for j := range out {
-				out[j] = float32(float32(getBits(in, j, bits))*s) + b
+				out[j] = float32(float32(Bits(in, j, bits))*s) + b
 			}
 		}
 	}
@@ -68,8 +68,9 @@ func dequant4(in []byte, out []float32, s, b float32) {
 	}
 }
 
-// getBits reads element j of the little-endian bit stream buf.
-func getBits(buf []byte, j, bits int) uint32 {
+// Bits reads element j of buf taken as a little-endian stream of
+// bits-wide unsigned integers (MLX's packing of quantized levels).
+func Bits(buf []byte, j, bits int) uint32 {
 	p := j * bits
 	i, sh := p>>3, uint(p&7)
 	x := uint32(buf[i])

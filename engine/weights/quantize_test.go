@@ -99,7 +99,7 @@ func TestQuantizeMatchesMLX(t *testing.T) {
 				if j < len(tt.q) {
 					want = tt.q[j]
 				}
-				if got := getBits(qw.Data, j, 4); got != want {
+				if got := tensor.Bits(qw.Data, j, 4); got != want {
 					t.Errorf("q[%d] (w = %g) = %d, want %d", j, tt.w[j], got, want)
 				}
 			}
@@ -149,7 +149,7 @@ func TestQuantizePacking(t *testing.T) {
 			putBits(buf, j, bits, vals[j])
 		}
 		for j, v := range vals {
-			if got := getBits(buf, j, bits); got != uint32(v) {
+			if got := tensor.Bits(buf, j, bits); got != uint32(v) {
 				t.Errorf("%d-bit element %d = %d, want %d", bits, j, got, v)
 			}
 		}
@@ -307,17 +307,6 @@ func BenchmarkDequantizeRow(b *testing.B) {
 			}
 		})
 	}
-}
-
-// getBits reads element j of the little-endian bit stream buf.
-func getBits(buf []byte, j, bits int) uint32 {
-	p := j * bits
-	i, sh := p>>3, uint(p&7)
-	x := uint32(buf[i])
-	if int(sh)+bits > 8 {
-		x |= uint32(buf[i+1]) << 8
-	}
-	return x >> sh & (1<<uint(bits) - 1)
 }
 
 // getScalar decodes element i of buf in dtype dt (F32, F16 or BF16).

@@ -109,24 +109,13 @@ func qmvGo(m *mat, x, out []float32, r0, r1 int) {
 				}
 			default:
 				for j := range xs {
-					acc[j&3] += xs[j] * (float32(float32(getBits(in, j, bits))*s) + b)
+					acc[j&3] += xs[j] * (float32(float32(tensor.Bits(in, j, bits))*s) + b)
 				}
 			}
 			total += (acc[0] + acc[1]) + (acc[2] + acc[3])
 		}
 		out[r-r0] = total
 	}
-}
-
-// getBits reads element j of the little-endian bit stream buf.
-func getBits(buf []byte, j, bits int) uint32 {
-	p := j * bits
-	i, sh := p>>3, uint(p&7)
-	x := uint32(buf[i])
-	if int(sh)+bits > 8 {
-		x |= uint32(buf[i+1]) << 8
-	}
-	return x >> sh & (1<<uint(bits) - 1)
 }
 
 // gemmGo is the 4×4 register-blocked microkernel: C[4×4] (+)= A·B with A

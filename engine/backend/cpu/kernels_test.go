@@ -246,7 +246,7 @@ func refInt8(x []float32, w *tensor.Weight) (out, bound []float64) {
 			s, bias := float64(m.scale(r*(k/gs)+g)), float64(m.bias(r*(k/gs)+g))
 			var dq, xs float64
 			for i := g * gs; i < (g+1)*gs; i++ {
-				dq += float64(getBits(m.data[r*m.rowBytes:], i, m.bits)) * xq[i]
+				dq += float64(tensor.Bits(m.data[r*m.rowBytes:], i, m.bits)) * xq[i]
 				xs += float64(x[i])
 			}
 			out[r] += s*dq + bias*xs

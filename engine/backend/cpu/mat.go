@@ -124,7 +124,7 @@ func (m *mat) decodeSeg(r, k0 int, dst []float32) {
 				}
 			default:
 				for j := range out {
-					out[j] = float32(float32(getBits(row, e+j, bits))*s) + b
+					out[j] = float32(float32(tensor.Bits(row, e+j, bits))*s) + b
 				}
 			}
 			e = end

@@ -304,15 +304,3 @@ func grid1(n int, z int) [3]uint32 {
 }
 
 func elems(g *tensor.Graph, i int) int { return tensor.Elements(g.Nodes[i].Shape) }
-
-func sameShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}

@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"fmt"
+	"slices"
 
 	"hearth/engine/tensor"
 )
@@ -125,7 +126,7 @@ func (c *compiler) fuse() {
 		gate := nodes[a].In[0].Node()
 		up := b
 		if gate < 0 || c.mvRows(gate) == 0 || c.mvRows(up) == 0 || taken[gate] || taken[up] || !sameWeightShape(c, gate, up) ||
-			c.single(gate) != a || c.single(a) != u || c.single(up) != u || !sameShape(nodes[gate].Shape, nodes[up].Shape) {
+			c.single(gate) != a || c.single(a) != u || c.single(up) != u || !slices.Equal(nodes[gate].Shape, nodes[up].Shape) {
 			continue
 		}
 		taken[gate], taken[up] = true, true
@@ -153,7 +154,7 @@ func (c *compiler) fuse() {
 			case nodes[a].In[1].Node() == j.at && nodes[a].In[0].Node() != j.at:
 				r = nodes[a].In[0]
 			}
-			if !r.IsNone() && sameShape(c.g.Shape(r), nodes[a].Shape) && c.isF32(r) {
+			if !r.IsNone() && slices.Equal(c.g.Shape(r), nodes[a].Shape) && c.isF32(r) {
 				j.res[0] = r
 				c.folded[j.at] = true
 				j.at, j.outs[0] = a, a
