@@ -24,6 +24,9 @@ type trie struct {
 	edges map[uint64]int32 // node<<8 | byte → child, below the root
 	term  []int32          // node → index into tokens, -1 = none
 	toks  []*addedToken
+
+	maxLen int  // the longest pattern, in bytes
+	strips bool // some token has lstrip or rstrip (it takes in whitespace)
 }
 
 func newTrie() *trie {
@@ -58,6 +61,8 @@ func (t *trie) add(pattern string, tok *addedToken) {
 	if t.term[node] < 0 {
 		t.term[node] = int32(len(t.toks))
 		t.toks = append(t.toks, tok)
+		t.maxLen = max(t.maxLen, len(pattern))
+		t.strips = t.strips || tok.LStrip || tok.RStrip
 	}
 }
 
@@ -86,15 +91,17 @@ type segment struct {
 	first bool // text starts at offset 0 of the input
 }
 
-// split appends the pieces of s, cut at the tokens t finds, to dst: the
-// reference's AddedVocabulary::find_matches, with single_word, lstrip and
-// rstrip applied to each match.
-func (t *trie) split(dst []segment, s string, first bool) []segment {
+// split calls yield with the pieces of s, cut at the tokens t finds, in
+// order: the reference's AddedVocabulary::find_matches, with single_word,
+// lstrip and rstrip applied to each match. It finds each token only when
+// the text before it has been taken, stops as soon as yield returns false,
+// and reports whether it went to the end.
+func (t *trie) split(s string, first bool, yield func(segment) bool) bool {
 	if len(t.toks) == 0 {
 		if s != "" {
-			dst = append(dst, segment{text: s, first: first})
+			return yield(segment{text: s, first: first})
 		}
-		return dst
+		return true
 	}
 	startOffset := 0
 	cats := categories()
@@ -139,16 +146,18 @@ func (t *trie) split(dst []segment, s string, first bool) []segment {
 				stop += size
 			}
 		}
-		if startOffset < start {
-			dst = append(dst, segment{text: s[startOffset:start], first: first && startOffset == 0})
+		if startOffset < start && !yield(segment{text: s[startOffset:start], first: first && startOffset == 0}) {
+			return false
 		}
-		dst = append(dst, segment{tok: tok})
+		if !yield(segment{tok: tok}) {
+			return false
+		}
 		startOffset = stop
 	}
 	if startOffset < len(s) {
-		dst = append(dst, segment{text: s[startOffset:], first: first && startOffset == 0})
+		return yield(segment{text: s[startOffset:], first: first && startOffset == 0})
 	}
-	return dst
+	return true
 }
 
 // isWordChar approximates the \w of Rust's regex crate (used for single_word):

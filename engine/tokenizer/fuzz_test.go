@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"encoding/binary"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,8 +57,9 @@ func addsPrefixSpace(pt preTokenizer) bool {
 	return false
 }
 
-// FuzzEncode checks Encode never panics, returns ids in range, and that
-// byte-level tokenizers without a normalizer (or with NFC) round-trip.
+// FuzzEncode checks Encode never panics, returns ids in range, that
+// byte-level tokenizers without a normalizer (or with NFC) round-trip, and
+// that MinTokens and EncodeLimit agree with Encode.
 func FuzzEncode(f *testing.F) {
 	for _, s := range readCorpus(f).Strings {
 		f.Add(s)
@@ -73,6 +75,7 @@ func FuzzEncode(f *testing.F) {
 					}
 				}
 			}
+			checkLimits(t, ft.tk, s, rand.New(rand.NewPCG(uint64(len(s)), 1)))
 			if !ft.roundTrip || !utf8.ValidString(s) {
 				continue
 			}

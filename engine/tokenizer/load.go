@@ -99,6 +99,14 @@ func fromJSON(tj, cfg, specialMap []byte) (*Tokenizer, error) {
 	if t.post, err = parsePostProcessor(top["post_processor"], t); err != nil {
 		return nil, fmt.Errorf("tokenizer.json: post_processor: %w", err)
 	}
+	for _, p := range t.post {
+		for _, id := range p.ids {
+			if id < 0 || id > t.maxID {
+				return nil, fmt.Errorf("tokenizer.json: post_processor: special token id %d is not a token", id)
+			}
+		}
+	}
+	t.setBounds()
 	t.byteFallback = hasByteFallback(t.decoder)
 	if _, ok := t.decoder.(byteLevelDec); ok && t.model.byteLevel {
 		t.rawBytes = t.decodedBytes()
@@ -155,12 +163,15 @@ func (t *Tokenizer) addTokens(raw []byte, vocab *strTable) error {
 	t.byText = make(map[string]int32, len(toks))
 	t.special = map[string]bool{}
 	t.raw, t.norm = newTrie(), newTrie()
-	for _, a := range toks {
+	for i, a := range toks {
 		if a.Content == "" {
 			continue
 		}
 		if id, ok := vocab.get(a.Content); ok {
 			a.ID = id
+		}
+		if a.ID < 0 || int(a.ID) > maxTokenID(vocab.len()+len(toks)) {
+			return fmt.Errorf("%d: %q has id %d, out of range", i, a.Content, a.ID)
 		}
 		if a.Special {
 			t.special[a.Content] = true

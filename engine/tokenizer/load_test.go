@@ -54,6 +54,9 @@ func TestLoadErrors(t *testing.T) {
 		{"bad behavior", string(tiny("null", `{"type":"Split","pattern":{"String":"a"},"behavior":"Sideways","invert":false}`, "null", "null", tinyModel)), "", `unknown behavior "Sideways"`},
 		{"bos not a token", string(tiny("null", "null", "null", "null", tinyModel)), `{"bos_token":"<nope>"}`, `bos_token "<nope>" is not a token`},
 		{"bad config", string(tiny("null", "null", "null", "null", tinyModel)), `{"bos_token":7}`, `bos_token: want a string or an object`},
+		{"id far out", string(tiny("null", "null", "null", "null", `{"type":"BPE","vocab":{"a":2147483000},"merges":[]}`)), "", `vocab: token id 2147483000 is far beyond the 1 tokens`},
+		{"negative added id", `{"added_tokens":[{"id":-1,"content":"x"}],"model":{"type":"BPE","vocab":{"a":0},"merges":[]}}`, "", `added_tokens: 0: "x" has id -1, out of range`},
+		{"post id not a token", string(tiny("null", "null", `{"type":"BertProcessing","cls":["<s>",3],"sep":["</s>",9]}`, "null", tinyModel)), "", `special token id 9 is not a token`},
 	}
 	for _, tt := range tests {
 		var cfg []byte

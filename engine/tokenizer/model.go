@@ -203,6 +203,9 @@ func (mj *modelJSON) build(t *Tokenizer, byteLevelWords bool) (*strTable, error)
 		return nil, fmt.Errorf("%w: byte-level BPE with continuing_subword_prefix or end_of_word_suffix", ErrUnsupported)
 	}
 	ids := mj.vocabIDs
+	if int(mj.maxID) > maxTokenID(len(ids)) {
+		return nil, fmt.Errorf("vocab: token id %d is far beyond the %d tokens", mj.maxID, len(ids))
+	}
 	vocab := newStrTable(string(mj.vocab), mj.vocabEnds, ids)
 	m.tokens = make([]string, mj.maxID+1)
 	for e := range ids {
@@ -233,6 +236,12 @@ func (mj *modelJSON) build(t *Tokenizer, byteLevelWords bool) (*strTable, error)
 	t.maxID = max(t.maxID, mj.maxID)
 	return vocab, nil
 }
+
+// maxTokenID is the largest id a tokenizer.json may give one of n tokens.
+// Real files number their tokens densely (the added tokens follow the
+// vocabulary); tables indexed by id are as long as the largest, and a small
+// file must not be able to make them gigabytes long.
+func maxTokenID(n int) int { return 2*n + 1<<20 }
 
 // resolveMerges looks up the ids of every merge's parts and result, in
 // batches on all cores, and fills m.merges; the rank is the position in the

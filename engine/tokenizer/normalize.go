@@ -60,16 +60,21 @@ func replaceAll(pat pattern, s, content string) string {
 		}
 		return strings.ReplaceAll(s, string(lit), content)
 	}
-	matches := pat.findAll(nil, s)
-	if len(matches) == 0 {
-		return s
-	}
 	var sb strings.Builder
+	var m matcher
 	last := 0
-	for _, m := range matches {
-		sb.WriteString(s[last:m.start])
+	for {
+		var sp span
+		var ok bool
+		if sp, m, ok = pat.next(s, m); !ok {
+			break
+		}
+		sb.WriteString(s[last:sp.start])
 		sb.WriteString(content)
-		last = m.end
+		last = sp.end
+	}
+	if last == 0 && sb.Len() == 0 {
+		return s
 	}
 	sb.WriteString(s[last:])
 	return sb.String()

@@ -13,8 +13,11 @@ type piece struct {
 
 // preTokenizer splits normalized text into the words the model encodes.
 type preTokenizer interface {
-	// preTokenize appends the pieces p splits into to dst.
-	preTokenize(e *encoder, dst []piece, p piece) []piece
+	// preTokenize calls yield with each word p splits into, in order, one
+	// at a time (a long text is never split in full ahead of the model). It
+	// stops as soon as yield returns false, and reports whether it went to
+	// the end.
+	preTokenize(p piece, yield func(piece) bool) bool
 }
 
 // splitBehavior is SplitDelimiterBehavior: what becomes of each match.
@@ -39,89 +42,137 @@ type part struct {
 	match bool
 }
 
-// splitPieces cuts p at matches (sorted, non-overlapping) and appends the
-// pieces behavior keeps, dropping empty ones: NormalizedString::split.
-func splitPieces(e *encoder, dst []piece, p piece, matches []span, behavior splitBehavior, invert bool) []piece {
-	s := p.s
-	parts := e.parts[:0]
+// split cuts p at the matches of pat and yields the pieces behavior keeps,
+// dropping empty ones: NormalizedString::split, walked one match at a time.
+func split(p piece, pat pattern, behavior splitBehavior, invert bool, yield func(piece) bool) bool {
+	sp := splitter{p: p, behavior: behavior, yield: yield}
+	var m matcher
 	last := 0
-	for _, m := range matches {
-		if m.start > last {
-			parts = append(parts, part{span{last, m.start}, invert})
+	for {
+		var mt span
+		var ok bool
+		if mt, m, ok = pat.next(p.s, m); !ok {
+			break
 		}
-		parts = append(parts, part{m, !invert})
-		last = m.end
+		if mt.start > last && !sp.add(part{span{last, mt.start}, invert}) {
+			return false
+		}
+		if !sp.add(part{mt, !invert}) {
+			return false
+		}
+		last = mt.end
 	}
-	if last < len(s) {
-		parts = append(parts, part{span{last, len(s)}, invert})
+	if last < len(p.s) && !sp.add(part{span{last, len(p.s)}, invert}) {
+		return false
 	}
-	e.parts = parts
-	emit := func(sp span) {
-		if sp.end > sp.start {
-			dst = append(dst, piece{s: s[sp.start:sp.end], first: p.first && sp.start == 0})
-		}
-	}
-	switch behavior {
-	case behaviorRemoved:
-		for _, pt := range parts {
-			if !pt.match {
-				emit(pt.span)
-			}
-		}
-	case behaviorIsolated:
-		for _, pt := range parts {
-			emit(pt.span)
-		}
-	case behaviorMergedWithPrevious, behaviorContiguous:
-		var cur span
-		have, prevMatch := false, false
-		for _, pt := range parts {
-			merge := pt.match && !prevMatch
-			if behavior == behaviorContiguous {
-				merge = pt.match == prevMatch
-			}
-			if merge && have {
-				cur.end = pt.end
-			} else {
-				if have {
-					emit(cur)
-				}
-				cur, have = pt.span, true
-			}
-			prevMatch = pt.match
-		}
-		if have {
-			emit(cur)
-		}
-	case behaviorMergedWithNext:
-		// The reference folds from the right; collect spans backwards.
-		var rev []span
-		prevMatch := false
-		for i := len(parts) - 1; i >= 0; i-- {
-			pt := parts[i]
-			if pt.match && !prevMatch && len(rev) > 0 {
-				rev[len(rev)-1].start = pt.start
-			} else {
-				rev = append(rev, pt.span)
-			}
-			prevMatch = pt.match
-		}
-		for i := len(rev) - 1; i >= 0; i-- {
-			emit(rev[i])
-		}
-	}
-	return dst
+	return sp.flush()
 }
 
-// charMatches returns each character of s for which f holds as its own
-// match (the reference's Pattern for Fn(char) -> bool).
-func charMatches(dst []span, s string, f func(rune) bool) []span {
-	for i, r := range s {
-		if f(r) {
-			dst = append(dst, span{i, i + utf8.RuneLen(r)})
+// splitter takes the parts of a piece in order and yields the pieces its
+// behavior makes of them. It holds back at most one part: the merging
+// behaviors look one part ahead.
+type splitter struct {
+	p         piece
+	behavior  splitBehavior
+	yield     func(piece) bool
+	cur       span // the part held back
+	have      bool
+	prevMatch bool // whether the previous part matched
+}
+
+func (sp *splitter) emit(s span) bool {
+	if s.end <= s.start {
+		return true
+	}
+	return sp.yield(piece{s: sp.p.s[s.start:s.end], first: sp.p.first && s.start == 0})
+}
+
+// add takes the next part; it returns false when yield did.
+func (sp *splitter) add(pt part) bool {
+	switch sp.behavior {
+	case behaviorRemoved:
+		if pt.match {
+			return true
+		}
+		return sp.emit(pt.span)
+	case behaviorIsolated:
+		return sp.emit(pt.span)
+	case behaviorMergedWithPrevious, behaviorContiguous:
+		merge := pt.match && !sp.prevMatch
+		if sp.behavior == behaviorContiguous {
+			merge = pt.match == sp.prevMatch
+		}
+		sp.prevMatch = pt.match
+		if merge && sp.have {
+			sp.cur.end = pt.end
+			return true
+		}
+		ok := !sp.have || sp.emit(sp.cur)
+		sp.cur, sp.have = pt.span, true
+		return ok
+	case behaviorMergedWithNext:
+		// The reference folds from the right: a match joins the part
+		// after it when that part is not a match. Only matches are held.
+		if sp.have {
+			if !pt.match {
+				sp.have = false
+				return sp.emit(span{sp.cur.start, pt.end})
+			}
+			ok := sp.emit(sp.cur)
+			sp.cur = pt.span
+			return ok
+		}
+		if pt.match {
+			sp.cur, sp.have = pt.span, true
+			return true
+		}
+		return sp.emit(pt.span)
+	}
+	return true
+}
+
+// flush yields the part held back, if any.
+func (sp *splitter) flush() bool {
+	if !sp.have {
+		return true
+	}
+	sp.have = false
+	return sp.emit(sp.cur)
+}
+
+// charPattern matches, each on its own, the characters of one kind (the
+// reference's Pattern for Fn(char) -> bool, and for a char).
+type charPattern struct {
+	kind uint8 // charNumeric, charSpace or charIs
+	r    rune
+}
+
+const (
+	charNumeric = iota
+	charSpace
+	charIs
+)
+
+func (c charPattern) next(s string, m matcher) (span, matcher, bool) {
+	cats := categories()
+	for m.pos < len(s) {
+		r, size := utf8.DecodeRuneInString(s[m.pos:])
+		i := m.pos
+		m.pos += size
+		var hit bool
+		switch c.kind {
+		case charNumeric:
+			hit = cats.isNumeric(r)
+		case charSpace:
+			hit = cats.isSpace(r)
+		default:
+			hit = r == c.r
+		}
+		if hit {
+			return span{i, m.pos}, m, true
 		}
 	}
-	return dst
+	return span{}, m, false
 }
 
 type splitPre struct {
@@ -130,9 +181,8 @@ type splitPre struct {
 	invert   bool
 }
 
-func (sp *splitPre) preTokenize(e *encoder, dst []piece, p piece) []piece {
-	e.spans = sp.pat.findAll(e.spans[:0], p.s)
-	return splitPieces(e, dst, p, e.spans, sp.behavior, sp.invert)
+func (sp *splitPre) preTokenize(p piece, yield func(piece) bool) bool {
+	return split(p, sp.pat, sp.behavior, sp.invert, yield)
 }
 
 // gpt2Pattern is the ByteLevel pre-tokenizer's own regex.
@@ -145,41 +195,36 @@ type byteLevelPre struct {
 	re             pattern // nil unless use_regex
 }
 
-func (b *byteLevelPre) preTokenize(e *encoder, dst []piece, p piece) []piece {
+func (b *byteLevelPre) preTokenize(p piece, yield func(piece) bool) bool {
 	if b.addPrefixSpace && !strings.HasPrefix(p.s, " ") {
 		p.s = " " + p.s
 	}
 	if b.re == nil {
-		return append(dst, p)
+		return yield(p)
 	}
-	e.spans = b.re.findAll(e.spans[:0], p.s)
-	return splitPieces(e, dst, p, e.spans, behaviorIsolated, false)
+	return split(p, b.re, behaviorIsolated, false, yield)
 }
 
 type digitsPre struct{ individual bool }
 
-func (d digitsPre) preTokenize(e *encoder, dst []piece, p piece) []piece {
-	cats := categories()
-	e.spans = charMatches(e.spans[:0], p.s, cats.isNumeric)
+func (d digitsPre) preTokenize(p piece, yield func(piece) bool) bool {
 	behavior := behaviorContiguous
 	if d.individual {
 		behavior = behaviorIsolated
 	}
-	return splitPieces(e, dst, p, e.spans, behavior, false)
+	return split(p, charPattern{kind: charNumeric}, behavior, false, yield)
 }
 
 type whitespaceSplitPre struct{}
 
-func (whitespaceSplitPre) preTokenize(e *encoder, dst []piece, p piece) []piece {
-	e.spans = charMatches(e.spans[:0], p.s, categories().isSpace)
-	return splitPieces(e, dst, p, e.spans, behaviorRemoved, false)
+func (whitespaceSplitPre) preTokenize(p piece, yield func(piece) bool) bool {
+	return split(p, charPattern{kind: charSpace}, behaviorRemoved, false, yield)
 }
 
 type charDelimiterPre rune
 
-func (c charDelimiterPre) preTokenize(e *encoder, dst []piece, p piece) []piece {
-	e.spans = charMatches(e.spans[:0], p.s, func(r rune) bool { return r == rune(c) })
-	return splitPieces(e, dst, p, e.spans, behaviorRemoved, false)
+func (c charDelimiterPre) preTokenize(p piece, yield func(piece) bool) bool {
+	return split(p, charPattern{kind: charIs, r: rune(c)}, behaviorRemoved, false, yield)
 }
 
 // Metaspace prepend schemes.
@@ -195,7 +240,7 @@ type metaspacePre struct {
 	split       bool
 }
 
-func (m *metaspacePre) preTokenize(e *encoder, dst []piece, p piece) []piece {
+func (m *metaspacePre) preTokenize(p piece, yield func(piece) bool) bool {
 	rep := string(m.replacement)
 	p.s = strings.ReplaceAll(p.s, " ", rep)
 	if (m.scheme == prependAlways || (m.scheme == prependFirst && p.first)) && !strings.HasPrefix(p.s, rep) {
@@ -203,32 +248,26 @@ func (m *metaspacePre) preTokenize(e *encoder, dst []piece, p piece) []piece {
 	}
 	if !m.split {
 		if p.s == "" {
-			return dst
+			return true
 		}
-		return append(dst, p)
+		return yield(p)
 	}
-	e.spans = literalPattern(rep).findAll(e.spans[:0], p.s)
-	return splitPieces(e, dst, p, e.spans, behaviorMergedWithNext, false)
+	return split(p, literalPattern(rep), behaviorMergedWithNext, false, yield)
 }
 
-// preTokenizerSeq runs each pre-tokenizer on every piece the previous made.
+// preTokenizerSeq runs each pre-tokenizer on every piece the previous
+// yields, as it yields it.
 type preTokenizerSeq []preTokenizer
 
-func (q preTokenizerSeq) preTokenize(e *encoder, dst []piece, p piece) []piece {
-	cur := []piece{p}
-	var next []piece
-	for i, pt := range q {
-		if i == len(q)-1 {
-			for _, c := range cur {
-				dst = pt.preTokenize(e, dst, c)
-			}
-			return dst
-		}
-		next = next[:0]
-		for _, c := range cur {
-			next = pt.preTokenize(e, next, c)
-		}
-		cur, next = next, cur
+func (q preTokenizerSeq) preTokenize(p piece, yield func(piece) bool) bool {
+	if len(q) == 0 {
+		return yield(p)
 	}
-	return append(dst, cur...)
+	// The closures are made once per call, not once per piece.
+	next := yield
+	for i := len(q) - 1; i > 0; i-- {
+		pt, to := q[i], next
+		next = func(c piece) bool { return pt.preTokenize(c, to) }
+	}
+	return q[0].preTokenize(p, next)
 }

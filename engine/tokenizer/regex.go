@@ -13,9 +13,37 @@ type span struct{ start, end int }
 
 // pattern finds the non-overlapping matches of a Split or Replace pattern.
 type pattern interface {
-	// findAll appends the matches in s to dst, left to right, the way the
-	// reference's Oniguruma find_iter reports them.
-	findAll(dst []span, s string) []span
+	// next returns the match in s that follows those m has walked past,
+	// and m moved past it; matches come left to right, the way the
+	// reference's Oniguruma find_iter reports them. A caller walks a long
+	// text one match at a time and can stop anywhere. m goes by value so
+	// that a walk allocates nothing.
+	next(s string, m matcher) (span, matcher, bool)
+}
+
+// matcher is where a walk through the matches of one string stands. The
+// zero value starts at the beginning.
+type matcher struct {
+	pos     int  // where the search resumes
+	matched bool // a match has been reported
+	done    bool // no match is left
+	lastEnd int  // the end of the last match reported
+	// fallbackRegex: the last match, and a rune index with its byte offset
+	re           *regexp2.Match
+	runes, bytes int
+}
+
+// findAll appends every match of p in s to dst.
+func findAll(p pattern, dst []span, s string) []span {
+	var m matcher
+	for {
+		var sp span
+		var ok bool
+		if sp, m, ok = p.next(s, m); !ok {
+			return dst
+		}
+		dst = append(dst, sp)
+	}
 }
 
 // compilePattern compiles a tokenizer.json regex. The subset of Oniguruma
@@ -35,39 +63,54 @@ func compilePattern(expr string) (pattern, error) {
 // literalPattern matches a fixed string (a "String" pattern in tokenizer.json).
 type literalPattern string
 
-func (p literalPattern) findAll(dst []span, s string) []span {
-	if p == "" {
-		return dst
+func (p literalPattern) next(s string, m matcher) (span, matcher, bool) {
+	if p == "" || m.done || m.pos+len(p) > len(s) {
+		return span{}, m, false
 	}
-	for i := 0; i+len(p) <= len(s); {
-		j := strings.Index(s[i:], string(p))
-		if j < 0 {
-			break
-		}
-		j += i
-		dst = append(dst, span{j, j + len(p)})
-		i = j + len(p)
+	j := strings.Index(s[m.pos:], string(p))
+	if j < 0 {
+		m.done = true
+		return span{}, m, false
 	}
-	return dst
+	j += m.pos
+	m.pos = j + len(p)
+	return span{j, m.pos}, m, true
 }
 
 // fallbackRegex runs a pattern our matcher does not support through regexp2
 // (.NET syntax, Go's Unicode tables).
 type fallbackRegex struct{ re *regexp2.Regexp }
 
-func (f *fallbackRegex) findAll(dst []span, s string) []span {
-	// regexp2 reports positions in runes; map them back to bytes.
-	runeByte := make([]int, 0, len(s)+1)
-	for i := range s {
-		runeByte = append(runeByte, i)
+func (f *fallbackRegex) next(s string, m matcher) (span, matcher, bool) {
+	if m.done {
+		return span{}, m, false
 	}
-	runeByte = append(runeByte, len(s))
-	m, err := f.re.FindStringMatch(s)
-	for err == nil && m != nil {
-		dst = append(dst, span{runeByte[m.Index], runeByte[m.Index+m.Length]})
-		m, err = f.re.FindNextMatch(m)
+	var rm *regexp2.Match
+	var err error
+	if m.re == nil {
+		rm, err = f.re.FindStringMatch(s)
+	} else {
+		rm, err = f.re.FindNextMatch(m.re)
 	}
-	return dst
+	if err != nil || rm == nil {
+		m.done, m.re = true, nil
+		return span{}, m, false
+	}
+	m.re = rm
+	start := m.byteAt(s, rm.Index)
+	return span{start, m.byteAt(s, rm.Index+rm.Length)}, m, true
+}
+
+// byteAt returns the byte offset of rune index r of s. regexp2 reports
+// positions in runes, and a walk asks for them in increasing order, so the
+// offset is counted on from the last one asked.
+func (m *matcher) byteAt(s string, r int) int {
+	for m.runes < r && m.bytes < len(s) {
+		_, size := utf8.DecodeRuneInString(s[m.bytes:])
+		m.bytes += size
+		m.runes++
+	}
+	return m.bytes
 }
 
 // miniRegex is a backtracking matcher for the regex subset of pre-tokenizer
@@ -108,11 +151,10 @@ type reCont struct {
 	next  *reCont
 }
 
-func (m *miniRegex) findAll(dst []span, s string) []span {
-	lastEnd, lastMatchEnd := 0, -1
-	for lastEnd <= len(s) {
+func (m *miniRegex) next(s string, st matcher) (span, matcher, bool) {
+	for !st.done && st.pos <= len(s) {
 		start, end := -1, -1
-		for p := lastEnd; ; {
+		for p := st.pos; ; {
 			if e := m.matchAt(s, p); e >= 0 {
 				start, end = p, e
 				break
@@ -126,19 +168,20 @@ func (m *miniRegex) findAll(dst []span, s string) []span {
 		if start < 0 {
 			break
 		}
-		if start == end && lastMatchEnd == end {
+		if start == end && st.matched && st.lastEnd == end {
 			// Never accept an empty match right after the previous match.
-			if lastEnd >= len(s) {
+			if st.pos >= len(s) {
 				break
 			}
-			_, size := utf8.DecodeRuneInString(s[lastEnd:])
-			lastEnd += size
+			_, size := utf8.DecodeRuneInString(s[st.pos:])
+			st.pos += size
 			continue
 		}
-		lastEnd, lastMatchEnd = end, end
-		dst = append(dst, span{start, end})
+		st.pos, st.lastEnd, st.matched = end, end, true
+		return span{start, end}, st, true
 	}
-	return dst
+	st.done = true
+	return span{}, st, false
 }
 
 // matchAt returns the end of the leftmost-first match starting at pos, or -1.

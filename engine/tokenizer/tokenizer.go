@@ -37,6 +37,13 @@ type Tokenizer struct {
 	bos    int32
 	hasBOS bool
 	eos    []int32
+	// postIDs counts the special ids of post: what addSpecial adds.
+	postIDs int
+
+	// Bounds on the bytes one token stands for (bound.go), 0 when there
+	// is none: of a pre-tokenized word, of normalized text between added
+	// tokens, and of the input.
+	wordBytes, segBytes, textBytes int
 
 	pool sync.Pool // *encoder
 }
@@ -50,32 +57,52 @@ type templatePart struct {
 // encoder holds the scratch state of one Encode call, and a cache of words
 // already encoded (reused across calls through the pool).
 type encoder struct {
+	t      *Tokenizer
 	cache  map[string][]int32
 	syms   []symbol
 	heap   []uint64
 	unkID  int32
 	unkLen int
 	buf    []byte
-	spans  []span
-	parts  []part
-	segs   []segment
-	segs2  []segment
-	pieces []piece
+
+	ids   []int32 // the ids so far
+	limit int     // give up once more than limit ids are certain; < 0: never
+	bound int     // when a bound made it give up: the count the bound proved
+
+	// The steps of encode as funcs, made once per encoder so that a call
+	// makes no closures.
+	onSegment, onNormalized func(segment) bool
+	onWord                  func(piece) bool
 }
+
+// maxPooledScratch is the most elements a pooled encoder keeps of a scratch
+// slice: a long word grows them, and the pool must not hold on to the
+// memory of the longest word it ever saw.
+const maxPooledScratch = 1 << 16
 
 func (t *Tokenizer) getEncoder() *encoder {
 	if e, ok := t.pool.Get().(*encoder); ok {
 		return e
 	}
-	return &encoder{cache: make(map[string][]int32, 1024)}
+	e := &encoder{t: t, cache: make(map[string][]int32, 1024)}
+	e.onSegment, e.onNormalized, e.onWord = e.segment, e.normalized, e.word
+	return e
 }
 
 // putEncoder returns e to the pool, first dropping its references into the
-// input so that a pooled encoder does not keep the last text alive.
+// input and its outsized scratch, so that a pooled encoder keeps neither
+// the last text nor the memory of a big one alive.
 func (t *Tokenizer) putEncoder(e *encoder) {
-	clear(e.segs[:cap(e.segs)])
-	clear(e.segs2[:cap(e.segs2)])
-	clear(e.pieces[:cap(e.pieces)])
+	e.ids = nil
+	if cap(e.syms) > maxPooledScratch {
+		e.syms = nil
+	}
+	if cap(e.heap) > maxPooledScratch {
+		e.heap = nil
+	}
+	if cap(e.buf) > maxPooledScratch {
+		e.buf = nil
+	}
 	t.pool.Put(e)
 }
 
@@ -84,57 +111,131 @@ func (t *Tokenizer) putEncoder(e *encoder) {
 // encode(text, add_special_tokens) does. Invalid UTF-8 in text is first
 // replaced with U+FFFD.
 func (t *Tokenizer) Encode(text string, addSpecial bool) []int32 {
+	ids, _ := t.encode(text, addSpecial, -1)
+	return ids
+}
+
+// EncodeLimit is Encode for a caller that can use at most limit ids, such
+// as a prompt that must fit a context. When text has at most limit tokens
+// it returns Encode's ids and their count. Otherwise it returns nil and a
+// count known to be below the true one but above limit, and it has stopped
+// as soon as that was certain: first from the length of text alone
+// (MinTokens), then from each stretch of text as it came, so that its work
+// and memory follow limit rather than len(text).
+func (t *Tokenizer) EncodeLimit(text string, addSpecial bool, limit int) ([]int32, int) {
+	return t.encode(text, addSpecial, max(limit, 0))
+}
+
+// MinTokens returns a count that Encode's ids reach for every text of n
+// bytes, with or without special tokens: n divided by the most bytes of
+// input one token can stand for, which Load works out from the vocabulary,
+// the added tokens and the normalizer (bound.go). It is 0 for a tokenizer
+// with no such bound: one that can drop text, or fold a run of any length
+// into one token.
+func (t *Tokenizer) MinTokens(n int) int {
+	if t.textBytes <= 0 || n <= 0 {
+		return 0
+	}
+	return n / t.textBytes
+}
+
+// encode is Encode (limit < 0) and EncodeLimit.
+func (t *Tokenizer) encode(text string, addSpecial bool, limit int) ([]int32, int) {
+	specials := 0
+	if addSpecial {
+		specials = t.postIDs
+	}
+	if limit >= 0 {
+		if n := specials + t.MinTokens(len(text)); n > limit {
+			return nil, n
+		}
+	}
 	text = validUTF8(text)
 	e := t.getEncoder()
 	defer t.putEncoder(e)
-	ids := make([]int32, 0, len(text)/3+4)
+	size := len(text)/3 + 4
+	if limit >= 0 {
+		size = min(size, limit+1)
+	}
+	e.ids, e.limit, e.bound = make([]int32, 0, size), limit, 0
+	ok := true
 	if !addSpecial {
-		return t.encode(e, ids, text)
-	}
-	for _, p := range t.post {
-		if p.ids == nil {
-			ids = t.encode(e, ids, text)
-		} else {
-			ids = append(ids, p.ids...)
-		}
-	}
-	return ids
-}
-
-// encode appends the ids of text without special-token templates.
-func (t *Tokenizer) encode(e *encoder, ids []int32, text string) []int32 {
-	e.segs = t.raw.split(e.segs[:0], text, true)
-	for _, seg := range e.segs {
-		if seg.tok != nil {
-			ids = append(ids, seg.tok.ID)
-			continue
-		}
-		s := seg.text
-		if t.normalizer != nil {
-			s = t.normalizer.normalize(s)
-		}
-		e.segs2 = t.norm.split(e.segs2[:0], s, seg.first)
-		for _, sub := range e.segs2 {
-			if sub.tok != nil {
-				ids = append(ids, sub.tok.ID)
-				continue
+		ok = t.raw.split(text, true, e.onSegment)
+	} else {
+		for _, p := range t.post {
+			if p.ids == nil {
+				ok = t.raw.split(text, true, e.onSegment)
+			} else {
+				e.ids = append(e.ids, p.ids...)
+				ok = e.within()
 			}
-			ids = t.encodeWords(e, ids, piece{s: sub.text, first: sub.first})
+			if !ok {
+				break
+			}
 		}
 	}
-	return ids
+	ids := e.ids
+	if !ok {
+		return nil, max(len(ids), e.bound)
+	}
+	return ids, len(ids)
 }
 
-// encodeWords pre-tokenizes one piece of normalized text and encodes each word.
-func (t *Tokenizer) encodeWords(e *encoder, ids []int32, p piece) []int32 {
-	if t.pre == nil {
-		return t.model.tokenize(e, ids, p.s)
+// segment encodes a piece of the input between added tokens, or an added
+// token; it returns false once the limit is passed.
+func (e *encoder) segment(seg segment) bool {
+	if seg.tok != nil {
+		e.ids = append(e.ids, seg.tok.ID)
+		return e.within()
 	}
-	e.pieces = t.pre.preTokenize(e, e.pieces[:0], p)
-	for _, w := range e.pieces {
-		ids = t.model.tokenize(e, ids, w.s)
+	t := e.t
+	s := seg.text
+	if t.normalizer != nil {
+		s = t.normalizer.normalize(s)
 	}
-	return ids
+	if !e.fits(len(s), t.segBytes) {
+		return false
+	}
+	return t.norm.split(s, seg.first, e.onNormalized)
+}
+
+// normalized encodes a piece of normalized text between added tokens, or
+// an added token.
+func (e *encoder) normalized(seg segment) bool {
+	if seg.tok != nil {
+		e.ids = append(e.ids, seg.tok.ID)
+		return e.within()
+	}
+	if e.t.pre == nil {
+		return e.word(piece{s: seg.text})
+	}
+	return e.t.pre.preTokenize(piece{s: seg.text, first: seg.first}, e.onWord)
+}
+
+// word encodes one pre-tokenized word.
+func (e *encoder) word(w piece) bool {
+	if !e.fits(len(w.s), e.t.wordBytes) {
+		return false
+	}
+	e.ids = e.t.model.tokenize(e, e.ids, w.s)
+	return e.within()
+}
+
+// within reports whether the ids so far are within the limit.
+func (e *encoder) within() bool { return e.limit < 0 || len(e.ids) <= e.limit }
+
+// fits reports whether n more bytes of text, which give at least one token
+// per bytesPer bytes (0: no bound), may still fit the limit; when they
+// cannot, it records the count that proves it.
+func (e *encoder) fits(n, bytesPer int) bool {
+	if e.limit < 0 || bytesPer <= 0 {
+		return true
+	}
+	if c := len(e.ids) + n/bytesPer; c > e.limit {
+		e.bound = c
+		return false
+	}
+	return true
 }
 
 // Decode returns the text of ids, dropping special tokens when skipSpecial.
