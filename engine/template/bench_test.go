@@ -1,6 +1,9 @@
 package template
 
-import "testing"
+import (
+	"context"
+	"testing"
+)
 
 // BenchmarkRender renders Qwen3's template for a tool-call round trip.
 func BenchmarkRender(b *testing.B) {
@@ -9,7 +12,7 @@ func BenchmarkRender(b *testing.B) {
 	opt := conv.options()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := tmpl.Render(conv.Messages, opt); err != nil {
+		if _, err := tmpl.Render(context.Background(), conv.Messages, opt); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -8,7 +8,9 @@
 //
 // # How
 //
-// The evaluator is github.com/ardanlabs/jinja. Load and Parse first rewrite
+// The evaluator is github.com/ardanlabs/jinja v1.8.0, copied into
+// engine/template/jinja to run every render under a budget (see Limits
+// below and its README). Load and Parse first rewrite
 // the template (lexer.go): a lexer that follows jinja2.lexer makes every
 // whitespace decision (newline normalization, the dropped trailing newline,
 // "-" and "+" markers, lstrip_blocks, trim_blocks), turns text into string
@@ -29,8 +31,8 @@
 //
 // # Where the output is not Python's
 //
-// These come from the library's evaluator, which this package does not
-// fork; each is pinned by a test (knownDivergent, knownSnippetDivergent):
+// These come from the library's evaluator, whose semantics the copy keeps;
+// each is pinned by a test (knownDivergent, knownSnippetDivergent):
 //
 //   - Python raises, the library renders: an attribute or item of an
 //     undefined value (messages[0]['role'] with no messages), str + None or
@@ -63,6 +65,19 @@
 // is refused at load; strftime_now knows the C-locale directives of glibc
 // (aAbBcdDeFHIjmMpSTUwWxXyY%, and the "-" flag), with %z and %Z empty as for
 // Python's naive datetime.now().
+//
+// # Limits
+//
+// A template is outside input, so Render runs it under Options.Limits and
+// the request's context: nested macro calls, loop iterations, output
+// bytes, bytes of strings and lists built (charged before they are built)
+// and wall time, with nesting bounded at parse and render time so no
+// template can overflow the stack. A template past a limit fails its
+// request with an *Error whose Limit names it ("chat template: exceeded
+// 1000000 loop iterations"); a cancelled context stops the render within a
+// few thousand steps. DefaultLimits are orders of magnitude above what the
+// templates in testdata use (TestLimitsHeadroom), and the byte and
+// iteration limits grow with the request's size.
 //
 // # BOS
 //

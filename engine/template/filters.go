@@ -8,9 +8,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/ardanlabs/jinja"
 	"golang.org/x/text/cases"
 	"golang.org/x/text/language"
+	"hearth/engine/template/jinja"
 )
 
 // filters are the Jinja2 filters whose ardanlabs/jinja built-ins differ from
@@ -23,8 +23,8 @@ var filters map[string]callable
 func init() {
 	filters = map[string]callable{
 		"tojson": filterToJSON,
-		"string": func(a []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
-			return str(pyStr(arg(a, 0))), nil
+		"string": func(b *jinja.Budget, a []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+			return str(pyStr(b, arg(a, 0))), nil
 		},
 		"trim":     filterTrim,
 		"join":     filterJoin,
@@ -37,11 +37,11 @@ func init() {
 		"format":   filterFormat,
 		"length":   filterLength,
 		"count":    filterLength,
-		"upper": func(a []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
-			return str(upper.String(pyStr(arg(a, 0)))), nil
+		"upper": func(b *jinja.Budget, a []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+			return caseMap(b, upper, pyStr(b, arg(a, 0)))
 		},
-		"lower": func(a []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
-			return str(lowerC.String(pyStr(arg(a, 0)))), nil
+		"lower": func(b *jinja.Budget, a []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+			return caseMap(b, lowerC, pyStr(b, arg(a, 0)))
 		},
 		"capitalize": filterCapitalize,
 		"int":        filterInt,
@@ -68,9 +68,18 @@ var (
 
 func str(s string) jinja.Value { return jinja.NewString(s) }
 
+// caseMap converts s's case with c, charging b first: a character's case
+// mapping is at most three times its bytes.
+func caseMap(b *jinja.Budget, c cases.Caser, s string) (jinja.Value, error) {
+	if err := b.Alloc(3 * int64(len(s))); err != nil {
+		return jinja.Undefined(), err
+	}
+	return str(c.String(s)), nil
+}
+
 // filterToJSON is transformers' tojson: json.dumps(x, ensure_ascii=False,
 // indent=None, separators=None, sort_keys=False).
-func filterToJSON(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+func filterToJSON(b *jinja.Budget, args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
 	opt := jsonOptions{itemSep: ", ", keySep: ": "}
 	if v, ok := param(args, kwargs, 1, "ensure_ascii"); ok {
 		opt.ensureASCII = v.IsTruthy()
@@ -87,7 +96,7 @@ func filterToJSON(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Valu
 				ind = " "
 			}
 		default:
-			return jinja.Undefined(), fmt.Errorf("tojson: indent must be an int or a string, not %s", pyRepr(v))
+			return jinja.Undefined(), fmt.Errorf("tojson: indent must be an int or a string, not %s", shortRepr(v))
 		}
 		opt.indent, opt.itemSep = &ind, ","
 	}
@@ -100,7 +109,7 @@ func filterToJSON(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Valu
 	if v, ok := param(args, kwargs, 4, "sort_keys"); ok {
 		opt.sortKeys = v.IsTruthy()
 	}
-	s, err := pyJSON(arg(args, 0), opt)
+	s, err := pyJSON(b, arg(args, 0), opt)
 	if err != nil {
 		return jinja.Undefined(), err
 	}
@@ -108,58 +117,67 @@ func filterToJSON(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Valu
 }
 
 // filterTrim is trim(value, chars=None): str(value).strip(chars).
-func filterTrim(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
-	s := pyStr(arg(args, 0))
+func filterTrim(b *jinja.Budget, args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+	s := pyStr(b, arg(args, 0))
 	if chars, ok := param(args, kwargs, 1, "chars"); ok && !chars.IsNone() && !chars.IsUndefined() {
-		return str(strings.Trim(s, pyStr(chars))), nil
+		return str(strings.Trim(s, pyStr(b, chars))), nil
 	}
 	return str(strings.TrimFunc(s, pyIsSpace)), nil
 }
 
 // filterJoin is join(value, d="", attribute=None).
-func filterJoin(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
-	items, err := iterate(arg(args, 0))
+func filterJoin(b *jinja.Budget, args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+	items, err := iterate(b, arg(args, 0))
 	if err != nil {
 		return jinja.Undefined(), err
 	}
 	sep := ""
 	if d, ok := param(args, kwargs, 1, "d"); ok {
-		sep = pyStr(d)
+		sep = pyStr(b, d)
 	}
 	attr, hasAttr := param(args, kwargs, 2, "attribute")
 	parts := make([]string, len(items))
+	size := jinja.MulSat(int64(len(sep)), int64(len(items)))
 	for i, item := range items {
 		if hasAttr && !attr.IsNone() {
-			item = getAttr(item, attr)
+			item = getAttr(b, item, attr)
 		}
-		parts[i] = pyStr(item)
+		parts[i] = pyStr(b, item)
+		size += int64(len(parts[i]))
+	}
+	if err := b.Alloc(size); err != nil {
+		return jinja.Undefined(), err
 	}
 	return str(strings.Join(parts, sep)), nil
 }
 
 // filterEscape is markupsafe's escape of str(value).
-func filterEscape(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+func filterEscape(b *jinja.Budget, args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	s := pyStr(b, arg(args, 0))
+	if err := b.Alloc(5 * int64(len(s))); err != nil {
+		return jinja.Undefined(), err
+	}
 	r := strings.NewReplacer("&", "&amp;", ">", "&gt;", "<", "&lt;", "'", "&#39;", `"`, "&#34;")
-	return str(r.Replace(pyStr(arg(args, 0)))), nil
+	return str(r.Replace(s)), nil
 }
 
 // filterList is list(value).
-func filterList(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
-	items, err := iterate(arg(args, 0))
+func filterList(b *jinja.Budget, args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	items, err := iterate(b, arg(args, 0))
 	return jinja.NewList(items), err
 }
 
 // filterMap is map(value, name, *args) applying a filter of this table, or
 // map(value, attribute=..., default=...).
-func filterMap(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
-	items, err := iterate(arg(args, 0))
+func filterMap(b *jinja.Budget, args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+	items, err := iterate(b, arg(args, 0))
 	if err != nil {
 		return jinja.Undefined(), err
 	}
 	if attr, ok := kwargs["attribute"]; ok {
 		def, hasDef := kwargs["default"]
 		for i, item := range items {
-			items[i] = getAttr(item, attr)
+			items[i] = getAttr(b, item, attr)
 			if hasDef && items[i].IsUndefined() {
 				items[i] = def
 			}
@@ -175,7 +193,7 @@ func filterMap(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, 
 	}
 	for i, item := range items {
 		fa := append([]jinja.Value{item}, args[2:]...)
-		if items[i], err = f(fa, kwargs); err != nil {
+		if items[i], err = f(b, fa, kwargs); err != nil {
 			return jinja.Undefined(), err
 		}
 	}
@@ -183,7 +201,7 @@ func filterMap(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, 
 }
 
 // filterLength is length(value): Python's len(), 0 for undefined.
-func filterLength(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+func filterLength(b *jinja.Budget, args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
 	v := arg(args, 0)
 	switch {
 	case v.IsUndefined():
@@ -200,14 +218,17 @@ func filterLength(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, er
 
 // filterCapitalize is str.capitalize: the first character in title case,
 // the rest in lower case.
-func filterCapitalize(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
-	s := pyStr(arg(args, 0))
+func filterCapitalize(b *jinja.Budget, args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	s := pyStr(b, arg(args, 0))
+	if err := b.Alloc(3 * int64(len(s))); err != nil {
+		return jinja.Undefined(), err
+	}
 	_, n := utf8.DecodeRuneInString(s)
 	return str(title.String(s[:n]) + lowerC.String(s[n:])), nil
 }
 
 // filterInt is int(value, default=0, base=10).
-func filterInt(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+func filterInt(b *jinja.Budget, args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
 	v := arg(args, 0)
 	def, ok := param(args, kwargs, 1, "default")
 	if !ok {
@@ -239,7 +260,7 @@ func filterInt(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, 
 }
 
 // filterFloat is float(value, default=0.0).
-func filterFloat(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+func filterFloat(b *jinja.Budget, args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
 	v := arg(args, 0)
 	def, ok := param(args, kwargs, 1, "default")
 	if !ok {
@@ -261,20 +282,20 @@ func filterFloat(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value
 
 // filterFirst and filterLast are first(seq) and last(seq): an item, a
 // character or a key; undefined when empty.
-func filterFirst(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
-	items, err := iterate(arg(args, 0))
+func filterFirst(b *jinja.Budget, args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	items, err := iterate(b, arg(args, 0))
 	if err != nil || len(items) == 0 {
 		return jinja.Undefined(), err
 	}
 	return items[0], nil
 }
 
-func filterLast(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+func filterLast(b *jinja.Budget, args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
 	v := arg(args, 0)
 	if v.IsUndefined() {
 		return jinja.Undefined(), nil
 	}
-	items, err := iterate(v)
+	items, err := iterate(b, v)
 	if err != nil || len(items) == 0 {
 		return jinja.Undefined(), err
 	}
@@ -282,8 +303,8 @@ func filterLast(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, erro
 }
 
 // filterIndent is indent(s, width=4, first=False, blank=False).
-func filterIndent(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
-	s := pyStr(arg(args, 0))
+func filterIndent(b *jinja.Budget, args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+	s := pyStr(b, arg(args, 0))
 	ind := "    "
 	if w, ok := param(args, kwargs, 1, "width"); ok {
 		if w.IsString() {
@@ -294,23 +315,39 @@ func filterIndent(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Valu
 	}
 	first, _ := param(args, kwargs, 2, "first")
 	blank, _ := param(args, kwargs, 3, "blank")
+	// Every line may gain the indent: charge the most the result and the
+	// split can take before building either.
+	n := int64(lineBreaks(s) + 2)
+	if err := b.Alloc(int64(len(s)) + jinja.MulSat(n, int64(len(ind))+17)); err != nil {
+		return jinja.Undefined(), err
+	}
 	lines := pySplitLines(s + "\n")
-	var out string
-	if blank.IsTruthy() {
-		out = strings.Join(lines, "\n"+ind)
-	} else {
-		out = lines[0]
-		for _, l := range lines[1:] {
-			out += "\n"
-			if l != "" {
-				out += ind + l
-			}
+	var out strings.Builder
+	if first.IsTruthy() {
+		out.WriteString(ind)
+	}
+	out.WriteString(lines[0])
+	for _, l := range lines[1:] {
+		out.WriteString("\n")
+		if l != "" || blank.IsTruthy() {
+			out.WriteString(ind)
+			out.WriteString(l)
 		}
 	}
-	if first.IsTruthy() {
-		out = ind + out
+	return str(out.String()), nil
+}
+
+// lineBreaks counts the characters pySplitLines splits at (a "\r\n" pair
+// counts twice).
+func lineBreaks(s string) int {
+	n := 0
+	for _, r := range s {
+		switch r {
+		case '\n', '\r', '\v', '\f', 0x1c, 0x1d, 0x1e, 0x85, 0x2028, 0x2029:
+			n++
+		}
 	}
-	return str(out), nil
+	return n
 }
 
 // pySplitLines is Python's str.splitlines().
@@ -361,7 +398,7 @@ func pyType(v jinja.Value) string {
 
 // filterRound is round(value, precision=0, method="common"): Python's
 // round() (half to even on the binary value), or floor or ceil.
-func filterRound(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+func filterRound(b *jinja.Budget, args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
 	v := arg(args, 0)
 	prec := int64(0)
 	if p, ok := param(args, kwargs, 1, "precision"); ok && p.IsInt() {
@@ -369,7 +406,7 @@ func filterRound(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value
 	}
 	method := "common"
 	if m, ok := param(args, kwargs, 2, "method"); ok {
-		method = pyStr(m)
+		method = pyStr(b, m)
 	}
 	if !(v.IsInt() || v.IsFloat() || v.IsBool()) {
 		return jinja.Undefined(), fmt.Errorf("type %s doesn't define __round__ method", pyType(v))

@@ -6,16 +6,16 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ardanlabs/jinja"
+	"hearth/engine/template/jinja"
 )
 
 // filterFormat is Jinja2's format(value, *args, **kwargs):
 // str(value) % (kwargs or args), Python's printf-style formatting.
-func filterFormat(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+func filterFormat(b *jinja.Budget, args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
 	if len(args) > 1 && len(kwargs) > 0 {
 		return jinja.Undefined(), fmt.Errorf("can't handle positional and keyword arguments at the same time")
 	}
-	out, err := percentFormat(pyStr(arg(args, 0)), args[min(1, len(args)):], kwargs)
+	out, err := percentFormat(b, pyStr(b, arg(args, 0)), args[min(1, len(args)):], kwargs)
 	if err != nil {
 		return jinja.Undefined(), err
 	}
@@ -24,7 +24,7 @@ func filterFormat(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Valu
 
 // percentFormat implements Python's format % args for the conversions
 // d i u o x X e E f F g G c r s a and %, with flags, width and precision.
-func percentFormat(format string, args []jinja.Value, kwargs map[string]jinja.Value) (string, error) {
+func percentFormat(bg *jinja.Budget, format string, args []jinja.Value, kwargs map[string]jinja.Value) (string, error) {
 	var b strings.Builder
 	next := 0
 	take := func() (jinja.Value, error) {
@@ -67,11 +67,11 @@ func percentFormat(format string, args []jinja.Value, kwargs map[string]jinja.Va
 				if err != nil || !a.IsInt() {
 					return 0, fmt.Errorf("* wants int")
 				}
-				return int(a.AsInt()), nil
+				return int(min(max(a.AsInt(), -1<<40), 1<<40)), nil
 			}
 			n := 0
 			for i < len(format) && format[i] >= '0' && format[i] <= '9' {
-				n = n*10 + int(format[i]-'0')
+				n = min(n*10+int(format[i]-'0'), 1<<40)
 				i++
 			}
 			return n, nil
@@ -106,7 +106,12 @@ func percentFormat(format string, args []jinja.Value, kwargs map[string]jinja.Va
 				return "", err
 			}
 		}
-		s, err := convert(conv, flags, prec, v)
+		// A width or precision is padding the result holds: charge it
+		// (with the conversion's own text) before any is built.
+		if err := bg.Alloc(int64(max(width, 0)) + int64(max(prec, 0)) + 32); err != nil {
+			return "", err
+		}
+		s, err := convert(bg, conv, flags, prec, v)
 		if err != nil {
 			return "", err
 		}
@@ -133,7 +138,7 @@ func percentFormat(format string, args []jinja.Value, kwargs map[string]jinja.Va
 }
 
 // convert formats one value for a conversion character.
-func convert(conv byte, flags string, prec int, v jinja.Value) (string, error) {
+func convert(b *jinja.Budget, conv byte, flags string, prec int, v jinja.Value) (string, error) {
 	sign := func(s string, neg bool) string {
 		switch {
 		case neg:
@@ -148,9 +153,9 @@ func convert(conv byte, flags string, prec int, v jinja.Value) (string, error) {
 	isNum := v.IsInt() || v.IsFloat() || v.IsBool()
 	switch conv {
 	case 's', 'r', 'a':
-		s := pyStr(v)
+		s := pyStr(b, v)
 		if conv != 's' {
-			s = pyRepr(v)
+			s = pyRepr(b, v)
 		}
 		if prec >= 0 && prec < len([]rune(s)) {
 			s = string([]rune(s)[:prec])

@@ -1,6 +1,7 @@
 package template
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -113,7 +114,7 @@ func TestLoad(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := tmpl.Render(json.RawMessage(user), Options{Tools: json.RawMessage(tt.tools)})
+			got, err := tmpl.Render(context.Background(), json.RawMessage(user), Options{Tools: json.RawMessage(tt.tools)})
 			if err != nil || got != tt.want {
 				t.Errorf("Render = %q, %v; want %q", got, err, tt.want)
 			}
@@ -147,7 +148,7 @@ func TestRenderErrors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out, err := tmpl.Render(json.RawMessage(tt.messages), tt.opt)
+			out, err := tmpl.Render(context.Background(), json.RawMessage(tt.messages), tt.opt)
 			var te *Error
 			if !errors.As(err, &te) {
 				t.Fatalf("Render = %q, %v; want a *Error", out, err)
@@ -169,7 +170,7 @@ func TestRenderKeepsRequestOrderAndNumbers(t *testing.T) {
 		Tools: json.RawMessage(`[{"zeta":{"b":2,"a":1},"alpha":[3,2,1]}]`),
 		Extra: map[string]json.RawMessage{"extra": json.RawMessage(`{"y":1,"x":2}`)},
 	}
-	got, err := tmpl.Render(json.RawMessage(msgs), opt)
+	got, err := tmpl.Render(context.Background(), json.RawMessage(msgs), opt)
 	want := `{"z": 1, "a": 1.5, "m": 1.0, "big": 12345678901234, "s": "x"}|[{"zeta": {"b": 2, "a": 1}, "alpha": [3, 2, 1]}]|{'y': 1, 'x': 2}`
 	if err != nil || got != want {
 		t.Errorf("Render = %q, %v\nwant %q", got, err, want)
@@ -204,7 +205,7 @@ func TestRenderDeepJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	deep := strings.Repeat("[", 20000) + strings.Repeat("]", 20000)
-	_, err = tmpl.Render(json.RawMessage(deep), Options{})
+	_, err = tmpl.Render(context.Background(), json.RawMessage(deep), Options{})
 	var te *Error
 	if !errors.As(err, &te) || !strings.Contains(te.Message, "nested deeper") {
 		t.Errorf("Render(20000 nested arrays) = %v, want a *Error about nesting", err)

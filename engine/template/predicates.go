@@ -5,12 +5,12 @@ import (
 	"math"
 	"strings"
 
-	"github.com/ardanlabs/jinja"
+	"hearth/engine/template/jinja"
 )
 
 // pyTest evaluates a Jinja2 test ("value is name(args)") with Jinja2 3.1's
 // semantics, for the select family of filters.
-func pyTest(name string, v jinja.Value, args []jinja.Value) (bool, error) {
+func pyTest(b *jinja.Budget, name string, v jinja.Value, args []jinja.Value) (bool, error) {
 	a := arg(args, 0)
 	switch name {
 	case "defined":
@@ -42,10 +42,10 @@ func pyTest(name string, v jinja.Value, args []jinja.Value) (bool, error) {
 	case "callable":
 		return v.IsCallable(), nil
 	case "lower":
-		s := pyStr(v)
+		s := pyStr(b, v)
 		return s == lowerC.String(s), nil
 	case "upper":
-		s := pyStr(v)
+		s := pyStr(b, v)
 		return s == upper.String(s), nil
 	case "odd", "even", "divisibleby":
 		if !v.IsInt() && !v.IsBool() {
@@ -63,11 +63,11 @@ func pyTest(name string, v jinja.Value, args []jinja.Value) (bool, error) {
 		}
 		return n%a.AsInt() == 0, nil
 	case "eq", "==", "equalto", "sameas":
-		return pyEqual(v, a), nil
+		return pyEqual(b, v, a), nil
 	case "ne", "!=":
-		return !pyEqual(v, a), nil
+		return !pyEqual(b, v, a), nil
 	case "lt", "<", "lessthan", "le", "<=", "gt", ">", "greaterthan", "ge", ">=":
-		c, err := pyCompare(v, a)
+		c, err := pyCompare(b, v, a)
 		switch name {
 		case "lt", "<", "lessthan":
 			return c < 0, err
@@ -78,21 +78,22 @@ func pyTest(name string, v jinja.Value, args []jinja.Value) (bool, error) {
 		}
 		return c >= 0, err
 	case "in":
-		return pyContains(a, v)
+		return pyContains(b, a, v)
 	}
 	return false, fmt.Errorf("no test named %q", name)
 }
 
-// pyEqual is Python's ==, with numbers compared by value.
-func pyEqual(a, b jinja.Value) bool {
+// pyEqual is Python's ==, with numbers compared by value, stepping bg
+// once per pair of values compared.
+func pyEqual(bg *jinja.Budget, a, b jinja.Value) bool {
 	if (a.IsInt() || a.IsFloat() || a.IsBool()) && (b.IsInt() || b.IsFloat() || b.IsBool()) {
 		return num(a) == num(b) && !math.IsNaN(num(a))
 	}
-	return a.Equals(b)
+	return jinja.Equal(bg, a, b)
 }
 
 // pyContains is Python's "item in container".
-func pyContains(container, item jinja.Value) (bool, error) {
+func pyContains(b *jinja.Budget, container, item jinja.Value) (bool, error) {
 	switch {
 	case container.IsString():
 		if !item.IsString() {
@@ -103,7 +104,7 @@ func pyContains(container, item jinja.Value) (bool, error) {
 		return item.IsString() && container.AsDict().Has(item.AsString()), nil
 	case container.IsList():
 		for _, x := range container.AsList().Items {
-			if pyEqual(x, item) {
+			if pyEqual(b, x, item) {
 				return true, nil
 			}
 		}
@@ -114,8 +115,8 @@ func pyContains(container, item jinja.Value) (bool, error) {
 
 // selectFilter builds select, reject, selectattr and rejectattr.
 func selectFilter(keep, byAttr bool) callable {
-	return func(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
-		items, err := iterate(arg(args, 0))
+	return func(b *jinja.Budget, args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+		items, err := iterate(b, arg(args, 0))
 		if err != nil {
 			return jinja.Undefined(), err
 		}
@@ -131,11 +132,11 @@ func selectFilter(keep, byAttr bool) callable {
 		for _, item := range items {
 			v := item
 			if byAttr {
-				v = getAttr(item, attr)
+				v = getAttr(b, item, attr)
 			}
 			ok := v.IsTruthy()
 			if len(rest) > 0 {
-				if ok, err = pyTest(pyStr(rest[0]), v, rest[1:]); err != nil {
+				if ok, err = pyTest(b, pyStr(b, rest[0]), v, rest[1:]); err != nil {
 					return jinja.Undefined(), err
 				}
 			}

@@ -3,7 +3,7 @@ package template
 import (
 	"testing"
 
-	"github.com/ardanlabs/jinja"
+	"hearth/engine/template/jinja"
 )
 
 // The expected strings are CPython 3.11's.
@@ -44,7 +44,7 @@ func TestPyJSONString(t *testing.T) {
 		{true, `"a\u0000\u001f\u007f\u2028\u00e9\ud83d\ude00\"\\"`},
 	}
 	for _, tt := range tests {
-		got, err := pyJSON(s, jsonOptions{ensureASCII: tt.ascii})
+		got, err := pyJSON(nil, s, jsonOptions{ensureASCII: tt.ascii})
 		if err != nil || got != tt.want {
 			t.Errorf("pyJSON(ensure_ascii=%v) = %q, %v; want %q", tt.ascii, got, err, tt.want)
 		}

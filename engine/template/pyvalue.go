@@ -6,70 +6,124 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
-	"github.com/ardanlabs/jinja"
+	"hearth/engine/template/jinja"
 )
 
 // pyStr prints v as Jinja2 prints an expression: Python's str(), with an
-// undefined value printing as "".
-func pyStr(v jinja.Value) string {
+// undefined value printing as "". The text of a printed container is
+// charged to b.
+func pyStr(b *jinja.Budget, v jinja.Value) string {
 	switch {
 	case v.IsUndefined():
 		return ""
 	case v.IsString():
 		return v.AsString()
 	}
-	return pyRepr(v)
+	return pyRepr(b, v)
 }
 
-// pyRepr writes v as Python's repr() does.
-func pyRepr(v jinja.Value) string {
-	var b strings.Builder
-	writeRepr(&b, v)
-	return b.String()
+// pyRepr writes v as Python's repr() does, charging b for the text; it
+// stops early (b.Err says why) when b runs out.
+func pyRepr(b *jinja.Budget, v jinja.Value) string { return repr(b, v, -1) }
+
+// shortRepr is repr for an error message: at most 200 bytes.
+func shortRepr(v jinja.Value) string { return repr(nil, v, 200) }
+
+// repr is Python's repr() of v, charged to b and cut at max bytes (with
+// "...") when max >= 0.
+func repr(b *jinja.Budget, v jinja.Value, max int) string {
+	w := reprWriter{b: b, max: max}
+	w.value(v, 1)
+	if w.cut && max >= 0 {
+		w.sb.WriteString("...")
+	}
+	return w.sb.String()
 }
 
-func writeRepr(b *strings.Builder, v jinja.Value) {
+// reprWriter writes a repr under a budget and a size cap: it stops at the
+// first piece either refuses.
+type reprWriter struct {
+	b   *jinja.Budget
+	sb  strings.Builder
+	max int
+	cut bool
+}
+
+func (w *reprWriter) write(s string) bool {
+	if w.cut {
+		return false
+	}
+	if w.max >= 0 && w.sb.Len()+len(s) > w.max {
+		w.sb.WriteString(s[:w.max-w.sb.Len()])
+		w.cut = true
+		return false
+	}
+	if w.b.Alloc(int64(len(s))) != nil {
+		w.cut = true
+		return false
+	}
+	w.sb.WriteString(s)
+	return true
+}
+
+func (w *reprWriter) value(v jinja.Value, depth int) {
+	if w.cut || w.b.Nest(depth) != nil {
+		w.cut = true
+		return
+	}
 	switch {
 	case v.IsUndefined():
-		b.WriteString("Undefined")
+		w.write("Undefined")
 	case v.IsNone():
-		b.WriteString("None")
+		w.write("None")
 	case v.IsBool():
 		if v.AsBool() {
-			b.WriteString("True")
+			w.write("True")
 		} else {
-			b.WriteString("False")
+			w.write("False")
 		}
 	case v.IsInt():
-		b.WriteString(strconv.FormatInt(v.AsInt(), 10))
+		w.write(strconv.FormatInt(v.AsInt(), 10))
 	case v.IsFloat():
-		b.WriteString(pyFloatRepr(v.AsFloat()))
+		w.write(pyFloatRepr(v.AsFloat()))
 	case v.IsString():
-		b.WriteString(pyReprString(v.AsString()))
-	case v.IsList():
-		b.WriteByte('[')
-		for i, item := range v.AsList().Items {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			writeRepr(b, item)
+		// The quoted text is at most ten bytes per byte of s.
+		if w.b.Alloc(int64(len(v.AsString()))) != nil {
+			w.cut = true
+			return
 		}
-		b.WriteByte(']')
+		w.write(pyReprString(v.AsString()))
+	case v.IsList():
+		w.write("[")
+		for i, item := range v.AsList().Items {
+			if i > 0 && !w.write(", ") {
+				return
+			}
+			if w.value(item, depth+1); w.cut {
+				return
+			}
+		}
+		w.write("]")
 	case v.IsDict():
 		d := v.AsDict()
-		b.WriteByte('{')
+		w.write("{")
 		for i, k := range d.Keys {
-			if i > 0 {
-				b.WriteString(", ")
+			if i > 0 && !w.write(", ") {
+				return
 			}
-			b.WriteString(pyReprString(k))
-			b.WriteString(": ")
-			writeRepr(b, d.Data[k])
+			if w.b.Alloc(int64(len(k))) != nil || !w.write(pyReprString(k)) || !w.write(": ") {
+				w.cut = true
+				return
+			}
+			if w.value(d.Data[k], depth+1); w.cut {
+				return
+			}
 		}
-		b.WriteByte('}')
+		w.write("}")
 	default:
-		b.WriteString(v.String())
+		w.write(v.String())
 	}
 }
 
@@ -82,103 +136,181 @@ type jsonOptions struct {
 	sortKeys    bool
 }
 
-// pyJSON encodes v as Python's json.dumps does with opt.
-func pyJSON(v jinja.Value, opt jsonOptions) (string, error) {
-	var b strings.Builder
-	if err := writeJSON(&b, v, opt, 0); err != nil {
+// pyJSON encodes v as Python's json.dumps does with opt, charging b for
+// the text as it is written.
+func pyJSON(b *jinja.Budget, v jinja.Value, opt jsonOptions) (string, error) {
+	w := jsonWriter{b: b, opt: opt}
+	if err := w.value(v, 0); err != nil {
 		return "", err
 	}
-	return b.String(), nil
+	return w.sb.String(), nil
 }
 
-func writeJSON(b *strings.Builder, v jinja.Value, opt jsonOptions, level int) error {
+// jsonWriter writes JSON under a budget.
+type jsonWriter struct {
+	b   *jinja.Budget
+	sb  strings.Builder
+	opt jsonOptions
+}
+
+// write appends s once the budget allows it.
+func (w *jsonWriter) write(s string) error {
+	if err := w.b.Alloc(int64(len(s))); err != nil {
+		return err
+	}
+	w.sb.WriteString(s)
+	return nil
+}
+
+func (w *jsonWriter) value(v jinja.Value, level int) error {
+	if err := w.b.Nest(level + 1); err != nil {
+		return err
+	}
+	opt := w.opt
 	switch {
 	case v.IsUndefined():
 		return fmt.Errorf("Object of type Undefined is not JSON serializable")
 	case v.IsCallable():
 		return fmt.Errorf("Object of type function is not JSON serializable")
 	case v.IsNone():
-		b.WriteString("null")
+		return w.write("null")
 	case v.IsBool():
-		b.WriteString(strconv.FormatBool(v.AsBool()))
+		return w.write(strconv.FormatBool(v.AsBool()))
 	case v.IsInt():
-		b.WriteString(strconv.FormatInt(v.AsInt(), 10))
+		return w.write(strconv.FormatInt(v.AsInt(), 10))
 	case v.IsFloat():
 		f := v.AsFloat()
 		switch {
 		case math.IsNaN(f):
-			b.WriteString("NaN")
+			return w.write("NaN")
 		case math.IsInf(f, 1):
-			b.WriteString("Infinity")
+			return w.write("Infinity")
 		case math.IsInf(f, -1):
-			b.WriteString("-Infinity")
-		default:
-			b.WriteString(pyFloatRepr(f))
+			return w.write("-Infinity")
 		}
+		return w.write(pyFloatRepr(f))
 	case v.IsString():
-		writeJSONString(b, v.AsString(), opt.ensureASCII)
+		return w.string(v.AsString())
 	case v.IsList():
 		items := v.AsList().Items
 		if len(items) == 0 {
-			b.WriteString("[]")
-			return nil
+			return w.write("[]")
 		}
-		b.WriteByte('[')
-		sep := opt.open(b, level+1)
+		if err := w.write("["); err != nil {
+			return err
+		}
+		sep, err := w.open(level + 1)
+		if err != nil {
+			return err
+		}
 		for i, item := range items {
 			if i > 0 {
-				b.WriteString(sep)
+				if err := w.write(sep); err != nil {
+					return err
+				}
 			}
-			if err := writeJSON(b, item, opt, level+1); err != nil {
+			if err := w.value(item, level+1); err != nil {
 				return err
 			}
 		}
-		opt.close(b, level)
-		b.WriteByte(']')
+		if err := w.close(level); err != nil {
+			return err
+		}
+		return w.write("]")
 	case v.IsDict():
 		d := v.AsDict()
 		if d.Len() == 0 {
-			b.WriteString("{}")
-			return nil
+			return w.write("{}")
 		}
 		keys := d.Keys
 		if opt.sortKeys {
+			if err := w.b.AllocItems(len(keys)); err != nil {
+				return err
+			}
 			keys = append([]string(nil), keys...)
 			sort.Strings(keys) // byte order of UTF-8 is code point order
 		}
-		b.WriteByte('{')
-		sep := opt.open(b, level+1)
+		if err := w.write("{"); err != nil {
+			return err
+		}
+		sep, err := w.open(level + 1)
+		if err != nil {
+			return err
+		}
 		for i, k := range keys {
 			if i > 0 {
-				b.WriteString(sep)
+				if err := w.write(sep); err != nil {
+					return err
+				}
 			}
-			writeJSONString(b, k, opt.ensureASCII)
-			b.WriteString(opt.keySep)
-			if err := writeJSON(b, d.Data[k], opt, level+1); err != nil {
+			if err := w.string(k); err != nil {
+				return err
+			}
+			if err := w.write(opt.keySep); err != nil {
+				return err
+			}
+			if err := w.value(d.Data[k], level+1); err != nil {
 				return err
 			}
 		}
-		opt.close(b, level)
-		b.WriteByte('}')
+		if err := w.close(level); err != nil {
+			return err
+		}
+		return w.write("}")
 	}
 	return nil
 }
 
 // open starts the items of a container at level and returns the separator
 // between items.
-func (o jsonOptions) open(b *strings.Builder, level int) string {
+func (w *jsonWriter) open(level int) (string, error) {
+	o := w.opt
 	if o.indent == nil {
-		return o.itemSep
+		return o.itemSep, nil
+	}
+	if err := w.b.Alloc(jinja.MulSat(int64(len(*o.indent)), int64(level)) + 1); err != nil {
+		return "", err
 	}
 	nl := "\n" + strings.Repeat(*o.indent, level)
-	b.WriteString(nl)
-	return o.itemSep + nl
+	w.sb.WriteString(nl)
+	return o.itemSep + nl, nil
 }
 
-func (o jsonOptions) close(b *strings.Builder, level int) {
-	if o.indent != nil {
-		b.WriteString("\n" + strings.Repeat(*o.indent, level))
+func (w *jsonWriter) close(level int) error {
+	o := w.opt
+	if o.indent == nil {
+		return nil
 	}
+	return w.write("\n" + strings.Repeat(*o.indent, level))
+}
+
+// string writes s quoted as json.dumps does, charging its exact length.
+func (w *jsonWriter) string(s string) error {
+	if err := w.b.Alloc(jsonStringLen(s, w.opt.ensureASCII)); err != nil {
+		return err
+	}
+	writeJSONString(&w.sb, s, w.opt.ensureASCII)
+	return nil
+}
+
+// jsonStringLen is the length writeJSONString writes for s.
+func jsonStringLen(s string, ensureASCII bool) int64 {
+	n := int64(2)
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\' || r == '\b' || r == '\f' || r == '\n' || r == '\r' || r == '\t':
+			n += 2
+		case r < 0x20:
+			n += 6
+		case !ensureASCII || r < 0x7f:
+			n += int64(utf8.RuneLen(r)) // an invalid byte becomes U+FFFD
+		case r <= 0xffff:
+			n += 6
+		default:
+			n += 12
+		}
+	}
+	return n
 }
 
 // writeJSONString quotes s as json.dumps does: \" \\ \b \f \n \r \t, other

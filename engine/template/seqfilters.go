@@ -3,13 +3,13 @@ package template
 import (
 	"fmt"
 
-	"github.com/ardanlabs/jinja"
+	"hearth/engine/template/jinja"
 )
 
 // filterSort is sort(value, reverse=False, case_sensitive=False,
 // attribute=None): stable, strings compared case-insensitively by default.
-func filterSort(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
-	items, err := iterate(arg(args, 0))
+func filterSort(b *jinja.Budget, args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+	items, err := iterate(b, arg(args, 0))
 	if err != nil {
 		return jinja.Undefined(), err
 	}
@@ -20,29 +20,29 @@ func filterSort(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value,
 	for i, item := range items {
 		k := item
 		if hasAttr && !attr.IsNone() {
-			k = getAttr(item, attr)
+			k = getAttr(b, item, attr)
 		}
 		if !caseSensitive.IsTruthy() {
-			k = lower(k)
+			k = lower(b, k)
 		}
 		keys[i] = k
 	}
-	out, err := sortBy(items, keys, reverse.IsTruthy())
+	out, err := sortBy(b, items, keys, reverse.IsTruthy())
 	return jinja.NewList(out), err
 }
 
 // filterDictsort is dictsort(value, case_sensitive=False, by="key",
 // reverse=False), returning [key, value] pairs.
-func filterDictsort(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+func filterDictsort(b *jinja.Budget, args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
 	v := arg(args, 0)
 	if !v.IsDict() {
-		return jinja.Undefined(), fmt.Errorf("dictsort: %s is not a mapping", pyRepr(v))
+		return jinja.Undefined(), fmt.Errorf("dictsort: %s is not a mapping", shortRepr(v))
 	}
 	caseSensitive, _ := param(args, kwargs, 1, "case_sensitive")
 	by, _ := param(args, kwargs, 2, "by")
 	reverse, _ := param(args, kwargs, 3, "reverse")
 	pos := 0
-	switch pyStr(by) {
+	switch pyStr(b, by) {
 	case "", "key":
 	case "value":
 		pos = 1
@@ -57,16 +57,16 @@ func filterDictsort(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Va
 		pairs[i] = jinja.NewList(kv)
 		keys[i] = kv[pos]
 		if !caseSensitive.IsTruthy() {
-			keys[i] = lower(keys[i])
+			keys[i] = lower(b, keys[i])
 		}
 	}
-	out, err := sortBy(pairs, keys, reverse.IsTruthy())
+	out, err := sortBy(b, pairs, keys, reverse.IsTruthy())
 	return jinja.NewList(out), err
 }
 
 // filterUnique is unique(value, case_sensitive=False, attribute=None).
-func filterUnique(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
-	items, err := iterate(arg(args, 0))
+func filterUnique(b *jinja.Budget, args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+	items, err := iterate(b, arg(args, 0))
 	if err != nil {
 		return jinja.Undefined(), err
 	}
@@ -77,14 +77,14 @@ func filterUnique(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Valu
 	for _, item := range items {
 		k := item
 		if hasAttr && !attr.IsNone() {
-			k = getAttr(item, attr)
+			k = getAttr(b, item, attr)
 		}
 		if !caseSensitive.IsTruthy() {
-			k = lower(k)
+			k = lower(b, k)
 		}
 		dup := false
 		for _, s := range seen {
-			if pyEqual(s, k) {
+			if pyEqual(b, s, k) {
 				dup = true
 				break
 			}
@@ -99,8 +99,8 @@ func filterUnique(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Valu
 
 // minMax builds min and max(value, case_sensitive=False, attribute=None).
 func minMax(wantMax bool) callable {
-	return func(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
-		items, err := iterate(arg(args, 0))
+	return func(b *jinja.Budget, args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+		items, err := iterate(b, arg(args, 0))
 		if err != nil || len(items) == 0 {
 			return jinja.Undefined(), err
 		}
@@ -108,17 +108,17 @@ func minMax(wantMax bool) callable {
 		attr, hasAttr := param(args, kwargs, 2, "attribute")
 		key := func(v jinja.Value) jinja.Value {
 			if hasAttr && !attr.IsNone() {
-				v = getAttr(v, attr)
+				v = getAttr(b, v, attr)
 			}
 			if !caseSensitive.IsTruthy() {
-				v = lower(v)
+				v = lower(b, v)
 			}
 			return v
 		}
 		best, bestKey := items[0], key(items[0])
 		for _, item := range items[1:] {
 			k := key(item)
-			c, err := pyCompare(k, bestKey)
+			c, err := pyCompare(b, k, bestKey)
 			if err != nil {
 				return jinja.Undefined(), err
 			}

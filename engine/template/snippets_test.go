@@ -1,6 +1,7 @@
 package template
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -101,7 +102,7 @@ func renderSnippet(source string, ctx map[string]json.RawMessage) (string, error
 			opt.Extra[k] = v
 		}
 	}
-	return tmpl.Render(messages, opt)
+	return tmpl.Render(context.Background(), messages, opt)
 }
 
 func readJSON(t testing.TB, path string, v any) {

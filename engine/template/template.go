@@ -1,6 +1,7 @@
 package template
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,8 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 
-	"github.com/ardanlabs/jinja"
+	"hearth/engine/template/jinja"
 )
 
 // ErrNoTemplate reports a checkpoint that ships no chat template.
@@ -38,17 +40,48 @@ type Options struct {
 	AddGenerationPrompt bool
 	EnableThinking      *bool                      // passed as enable_thinking when set
 	Extra               map[string]json.RawMessage // other chat_template_kwargs
+	// Limits bound the render; a zero field takes its default (see
+	// DefaultLimits).
+	Limits Limits
 }
 
+// Limits bound one render: nested macro calls, loop iterations, output
+// bytes, bytes of strings and lists built, and wall time.
+type Limits = jinja.Limits
+
+// DefaultLimits are the limits of a render whose Options leave them zero.
+// Iterations, OutputBytes and AllocBytes grow with the request: Render adds
+// one iteration per 8 bytes and 4 and 32 bytes per byte of messages and
+// tools, so a long conversation always fits.
+func DefaultLimits() Limits { return jinja.DefaultLimits() }
+
 // Error is a failure while rendering that the request caused: the template
-// called raise_exception (Raised), or it failed on the request's messages,
-// tools or kwargs. The HTTP layer answers it with a 400 and Message.
+// called raise_exception (Raised), it exceeded one of its Limits (Limit
+// names which), or it failed on the request's messages, tools or kwargs.
+// The HTTP layer answers it with a 400 and Message.
 type Error struct {
 	Message string
 	Raised  bool
+	Limit   string // the limit exceeded ("loop iterations", …); "" otherwise
 }
 
 func (e *Error) Error() string { return "chat template: " + e.Message }
+
+// maxMessageBytes bounds an Error's message: a template may raise with any
+// text, and the message goes back to the client.
+const maxMessageBytes = 2000
+
+// newError is an *Error for err, its message cut to maxMessageBytes.
+func newError(msg string) *Error {
+	if len(msg) > maxMessageBytes {
+		cut := maxMessageBytes
+		for cut > 0 && !utf8.RuneStart(msg[cut]) {
+			cut--
+		}
+		msg = msg[:cut] + "…"
+	}
+	return &Error{Message: msg}
+}
 
 // reserved are the render arguments chat_template_kwargs may not replace
 // (Python would raise "got multiple values for keyword argument").
@@ -137,27 +170,57 @@ func (t *Template) StartsWithBOS(rendered string) bool {
 	return t.special.BOS != "" && strings.HasPrefix(rendered, t.special.BOS)
 }
 
-// Render renders the conversation. messages is the request's messages
-// array, verbatim. A failure the request caused is an *Error.
-func (t *Template) Render(messages json.RawMessage, opt Options) (out string, err error) {
+// Render renders the conversation under opt.Limits. messages is the
+// request's messages array, verbatim. A failure the request caused is an
+// *Error; a template that exceeds a limit is one whose Limit says which.
+// When ctx ends the render stops within a few thousand steps and Render
+// returns an error wrapping ctx.Err().
+func (t *Template) Render(ctx context.Context, messages json.RawMessage, opt Options) (out string, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			out, err = "", &Error{Message: fmt.Sprintf("template engine failed: %v", r)}
+			out, err = "", newError(fmt.Sprintf("template engine failed: %v", r))
 		}
 	}()
+	lim := opt.limits(len(messages) + len(opt.Tools))
 	data, tmpl, err := t.context(messages, opt)
 	if err != nil {
 		return "", err
 	}
-	out, err = tmpl.RenderValues(data)
+	out, err = tmpl.Execute(jinja.NewBudget(ctx, lim), data)
 	if err != nil {
-		var r *raised
-		if errors.As(err, &r) {
-			return "", &Error{Message: r.msg, Raised: true}
+		var (
+			r  *raised
+			le *jinja.LimitError
+		)
+		switch {
+		case errors.As(err, &le):
+			return "", &Error{Message: le.Error(), Limit: le.Limit}
+		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+			return "", fmt.Errorf("chat template: %w", err)
+		case errors.As(err, &r):
+			e := newError(r.msg)
+			e.Raised = true
+			return "", e
 		}
-		return "", &Error{Message: err.Error()}
+		return "", newError(err.Error())
 	}
 	return out, nil
+}
+
+// limits fills the zero fields of opt.Limits with the defaults, scaled to
+// a request of inputBytes.
+func (opt Options) limits(inputBytes int) Limits {
+	l, d, in := opt.Limits, DefaultLimits(), int64(inputBytes)
+	if l.Iterations <= 0 {
+		l.Iterations = d.Iterations + in/8
+	}
+	if l.OutputBytes <= 0 {
+		l.OutputBytes = d.OutputBytes + 4*in
+	}
+	if l.AllocBytes <= 0 {
+		l.AllocBytes = d.AllocBytes + 32*in
+	}
+	return l
 }
 
 // context builds the render arguments as transformers' render_jinja_template
@@ -165,7 +228,7 @@ func (t *Template) Render(messages json.RawMessage, opt Options) (out string, er
 func (t *Template) context(messages json.RawMessage, opt Options) (map[string]jinja.Value, *jinja.Template, error) {
 	msgs, err := decodeJSON(messages)
 	if err != nil {
-		return nil, nil, &Error{Message: fmt.Sprintf("messages: %v", err)}
+		return nil, nil, newError(fmt.Sprintf("messages: %v", err))
 	}
 	if !msgs.IsList() {
 		return nil, nil, &Error{Message: "messages: not a JSON array"}
@@ -173,7 +236,7 @@ func (t *Template) context(messages json.RawMessage, opt Options) (map[string]ji
 	tools := jinja.None()
 	if s := strings.TrimSpace(string(opt.Tools)); s != "" && s != "null" {
 		if tools, err = decodeJSON(opt.Tools); err != nil {
-			return nil, nil, &Error{Message: fmt.Sprintf("tools: %v", err)}
+			return nil, nil, newError(fmt.Sprintf("tools: %v", err))
 		}
 	}
 	tmpl := t.def
@@ -200,11 +263,11 @@ func (t *Template) context(messages json.RawMessage, opt Options) (map[string]ji
 	}
 	for name, raw := range opt.Extra {
 		if reserved[name] || strings.HasPrefix(name, "__hearth_") {
-			return nil, nil, &Error{Message: fmt.Sprintf("chat_template_kwargs: %q cannot be set", name)}
+			return nil, nil, newError(fmt.Sprintf("chat_template_kwargs: %q cannot be set", name))
 		}
 		v, err := decodeJSON(raw)
 		if err != nil {
-			return nil, nil, &Error{Message: fmt.Sprintf("chat_template_kwargs: %q: %v", name, err)}
+			return nil, nil, newError(fmt.Sprintf("chat_template_kwargs: %q: %v", name, err))
 		}
 		data[name] = v
 	}

@@ -1,6 +1,7 @@
 package template
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -93,7 +94,7 @@ func TestGolden(t *testing.T) {
 				if !ok {
 					t.Fatalf("golden case %q is not in conversations.json (regenerate the goldens)", want.Name)
 				}
-				got, err := tmpl.Render(conv.Messages, conv.options())
+				got, err := tmpl.Render(context.Background(), conv.Messages, conv.options())
 				reason, divergent := knownDivergent[key]
 				matches := false
 				switch {
@@ -149,7 +150,7 @@ func TestNoDoubleBOS(t *testing.T) {
 		tmpl := loadTestTemplate(t, name)
 		bos := tmpl.Special().BOS
 		for _, conv := range convs {
-			out, err := tmpl.Render(conv.Messages, conv.options())
+			out, err := tmpl.Render(context.Background(), conv.Messages, conv.options())
 			if err != nil {
 				continue
 			}

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ardanlabs/jinja"
+	"hearth/engine/template/jinja"
 )
 
 // decodeJSON turns one JSON value into a template value the way Python's
