@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -59,7 +61,7 @@ type Usage struct {
 }
 
 // prompt turns the request into token ids.
-func (r *Runner) prompt(req *Request) ([]int32, error) {
+func (r *Runner) prompt(ctx context.Context, req *Request) ([]int32, error) {
 	switch {
 	case req.Messages != nil:
 		if r.tmpl == nil {
@@ -73,13 +75,18 @@ func (r *Runner) prompt(req *Request) ([]int32, error) {
 			}
 			opt.EnableThinking = &b
 		}
-		text, err := r.tmpl.Render(req.Messages, opt)
+		// The template renders under its budget and stops when ctx ends
+		// (the client left): a cancelled render is not the request's fault.
+		text, err := r.tmpl.Render(ctx, req.Messages, opt)
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return nil, err
+		}
 		if err != nil {
 			return nil, &RequestError{err}
 		}
 		// Like transformers' apply_chat_template(tokenize=True): the
 		// template writes every special token itself.
-		return r.tok.Encode(text, false), nil
+		return r.encodePrompt(text, false)
 	case req.PromptIDs != nil:
 		for _, id := range req.PromptIDs {
 			if id < 0 || int(id) >= r.model.Config.VocabSize {
@@ -88,20 +95,48 @@ func (r *Runner) prompt(req *Request) ([]int32, error) {
 		}
 		return req.PromptIDs, nil
 	default:
-		return r.tok.Encode(req.Prompt, true), nil
+		return r.encodePrompt(req.Prompt, true)
 	}
+}
+
+// bigRequestBytes is the size of prompt text from which a request returns
+// its memory to the OS when it is done; a long real conversation is well
+// under 1 MB.
+const bigRequestBytes = 8 << 20
+
+// encodePrompt tokenizes a prompt but gives up, with a *ContextError, as
+// soon as it is certain not to leave room for one generated token: from
+// its length in bytes before any tokenizing, else part way through. A
+// prompt of any size costs at most about a context's worth of
+// tokenizing.
+func (r *Runner) encodePrompt(text string, addSpecial bool) ([]int32, error) {
+	ctxTokens := r.info.ContextTokens
+	ids, n := r.tok.EncodeLimit(text, addSpecial, ctxTokens-1)
+	if n > ctxTokens-1 {
+		return nil, &ContextError{PromptTokens: n, AtLeast: true, ContextTokens: ctxTokens}
+	}
+	return ids, nil
 }
 
 // run executes one request on the worker goroutine.
 func (r *Runner) run(j *job) (Usage, error) {
 	req := &j.req
 	start := time.Now()
-	ids, err := r.prompt(req)
+	if len(req.Messages)+len(req.Prompt) >= bigRequestBytes {
+		// Decoding and rendering a request this big leaves garbage of
+		// several times its size, which the runtime gives back to the OS
+		// only slowly (tens of MB a minute): hand it back once the
+		// request is done, so that one big request does not keep the
+		// server's RSS up.
+		defer debug.FreeOSMemory()
+	}
+	ids, err := r.prompt(j.ctx, req)
 	if err != nil {
 		return Usage{}, err
 	}
 	ctxTokens := r.info.ContextTokens
 	u := Usage{PromptTokens: len(ids)}
+	j.promptTokens.Store(int64(len(ids)))
 	if len(ids) == 0 {
 		return u, &RequestError{errors.New("the prompt is empty")}
 	}
@@ -166,6 +201,7 @@ func (r *Runner) run(j *job) (Usage, error) {
 		}
 		sampler.Accept(id)
 		u.CompletionTokens++
+		j.completionTokens.Add(1)
 		if n == 0 {
 			u.TimeToFirstToken = time.Since(start)
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"hearth/engine/config"
 	"hearth/engine/family"
@@ -195,12 +196,18 @@ var ErrClosed = errors.New("the model is being unloaded")
 
 // ContextError says a request does not fit in the model's context.
 type ContextError struct {
-	PromptTokens  int
+	PromptTokens int
+	// AtLeast says PromptTokens is a lower bound: the prompt was found too
+	// long before it was tokenized in full.
+	AtLeast       bool
 	MaxTokens     int
 	ContextTokens int
 }
 
 func (e *ContextError) Error() string {
+	if e.AtLeast {
+		return fmt.Sprintf("the prompt is at least %d tokens, but the model's context is %d tokens", e.PromptTokens, e.ContextTokens)
+	}
 	if e.PromptTokens >= e.ContextTokens {
 		return fmt.Sprintf("the prompt is %d tokens, but the model's context is %d tokens", e.PromptTokens, e.ContextTokens)
 	}
@@ -220,6 +227,15 @@ type job struct {
 	req  Request
 	out  chan Delta
 	done chan result
+
+	// Tokens counted so far by the worker: the usage a request cut short
+	// (client gone, server shutting down) reports.
+	promptTokens, completionTokens atomic.Int64
+}
+
+// counted is the usage of j so far.
+func (j *job) counted() Usage {
+	return Usage{PromptTokens: int(j.promptTokens.Load()), CompletionTokens: int(j.completionTokens.Load())}
 }
 
 type result struct {
@@ -229,7 +245,8 @@ type result struct {
 
 // Generate queues req and calls emit with each delta, in order, from the
 // caller's goroutine. It returns when generation ends, ctx is cancelled, or
-// emit returns an error (which cancels the generation).
+// emit returns an error (which cancels the generation). A generation cut
+// short reports the tokens counted until then with its error.
 func (r *Runner) Generate(ctx context.Context, req Request, emit func(Delta) error) (Usage, error) {
 	if err := req.Sample.Validate(); err != nil {
 		return Usage{}, &RequestError{err}
@@ -253,9 +270,9 @@ func (r *Runner) Generate(ctx context.Context, req Request, emit func(Delta) err
 			// The client left (or emit failed): don't wait for the
 			// worker, which sees the same cancellation.
 			if emitErr != nil {
-				return Usage{}, emitErr
+				return j.counted(), emitErr
 			}
-			return Usage{}, ctx.Err()
+			return j.counted(), ctx.Err()
 		case res := <-j.done:
 			// The worker sent every delta before done: drain them.
 			for len(j.out) > 0 {
