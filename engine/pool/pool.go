@@ -4,8 +4,12 @@
 // OLLAMA_MAX_LOADED_MODELS). To make room it unloads the least recently
 // used idle model first, and waits for a busy one to finish its requests
 // only when unloading idle ones is not enough: a model is never unloaded
-// under a request. An idle model unloads when its keep-alive runs out. It
-// is safe for concurrent use.
+// under a request. An idle model unloads when its keep-alive runs out. No
+// caller waits forever on a model that does not stop: an unload, or a load
+// that needs its room, waits at most UnloadWait for the model's runner to
+// finish the request it is still running (one whose client has gone), then
+// gets an error while the runner closes in the background. It is safe for
+// concurrent use.
 package pool
 
 import (
@@ -27,6 +31,10 @@ import (
 const (
 	DefaultMaxModels = 3
 	DefaultKeepAlive = 5 * time.Minute
+	// DefaultUnloadWait is far longer than a runner takes to notice that
+	// its request was cancelled (a template render, a prefill chunk or a
+	// decoding step).
+	DefaultUnloadWait = 30 * time.Second
 )
 
 // Model names a loadable checkpoint: the id clients use and its directory.
@@ -65,6 +73,12 @@ type Options struct {
 	// one together are within Memory().Budget(). Nil (or an error) means
 	// memory is not checked: only MaxModels bounds the pool.
 	Memory func() (fit.Memory, error)
+	// UnloadWait bounds how long an unload, or a load waiting for the room
+	// an unloading model holds, waits for that model's runner to stop
+	// once its requests have ended. Past it the waiter gets an error that
+	// wraps engine.ErrClosed, and the runner closes (and frees its room)
+	// whenever it stops. 0 means DefaultUnloadWait.
+	UnloadWait time.Duration
 }
 
 // ErrNoModel is returned when a request names no model and no default is
@@ -84,6 +98,8 @@ type Pool struct {
 	// uses counts acquires and releases: a logical clock for least
 	// recently used, immune to equal timestamps.
 	uses uint64
+	// close stops a runner: (*engine.Runner).Close, replaced by tests.
+	close func(*engine.Runner) error
 }
 
 // slot is one model, loading, loaded or unloading, with the requests using
@@ -97,6 +113,12 @@ type slot struct {
 	refs      int  // requests holding the runner (queued or running)
 	retiring  bool // no new requests; unload when refs reaches 0
 	unloading bool // an unload has started; nobody else closes r
+	// closing is when the runner's Close began (zero before); closed is
+	// closed once Close returned and the slot left the pool, with
+	// closeErr its result.
+	closing   time.Time
+	closed    chan struct{}
+	closeErr  error
 	bytes     int64
 	loadedAt  time.Time
 	lastUse   uint64        // Pool.uses at its last acquire or release
@@ -114,7 +136,10 @@ func New(opt Options) *Pool {
 	if opt.MaxModels <= 0 {
 		opt.MaxModels = DefaultMaxModels
 	}
-	return &Pool{opt: opt, freed: make(chan struct{})}
+	if opt.UnloadWait <= 0 {
+		opt.UnloadWait = DefaultUnloadWait
+	}
+	return &Pool{opt: opt, freed: make(chan struct{}), close: (*engine.Runner).Close}
 }
 
 // Default is the model served when a request names none.
@@ -164,6 +189,9 @@ func (p *Pool) Get(ctx context.Context, name string) (*engine.Runner, func(), er
 // least recently used idle ones; when that is not enough it waits for a
 // busy model's requests to finish, then unloads it. ctx bounds that wait,
 // not the load: a load other requests also wait for runs to completion.
+// When the room is held only by a model whose runner has not stopped
+// within UnloadWait of its unload, Acquire fails with an error wrapping
+// engine.ErrClosed instead of waiting on.
 func (p *Pool) Acquire(ctx context.Context, name string, keepAlive *time.Duration) (*engine.Runner, func(), error) {
 	m, err := p.resolve(name)
 	if err != nil {
@@ -206,20 +234,30 @@ func (p *Pool) Acquire(ctx context.Context, name string, keepAlive *time.Duratio
 			}
 			return s.r, p.releaser(s), nil
 		}
-		victim, wait := p.makeRoom(m, mem, memOK)
+		victim, wait, stuck := p.makeRoom(m, mem, memOK)
 		switch {
 		case victim != nil:
 			p.mu.Unlock()
 			p.finishUnload(victim)
 			continue
 		case wait != nil:
+			// Look again when a closing runner would count as stuck.
+			t := time.NewTimer(p.nextCheck())
 			p.mu.Unlock()
 			select {
 			case <-wait:
+			case <-t.C:
 			case <-ctx.Done():
+				t.Stop()
 				return nil, nil, ctx.Err()
 			}
+			t.Stop()
 			continue
+		case stuck != nil:
+			// Only a runner that does not stop holds the room.
+			err := p.stuckError(stuck)
+			p.mu.Unlock()
+			return nil, nil, err
 		}
 		s = &slot{model: m, ready: make(chan struct{}), bytes: p.need(m)}
 		p.acquire(s, keep)
@@ -311,24 +349,28 @@ func expiry(from time.Time, keep time.Duration) time.Time {
 
 // makeRoom decides what loading m needs first. It returns an idle slot to
 // unload now (already marked), or a channel to wait on until a busy model
-// drains, or neither when m can load now. Callers hold p.mu.
-func (p *Pool) makeRoom(m Model, mem fit.Memory, memOK bool) (victim *slot, wait <-chan struct{}) {
+// drains or a closing one is gone, or neither when m can load now. When
+// the only room is held by runners that do not stop (stuck), it returns
+// one of them instead. Callers hold p.mu.
+func (p *Pool) makeRoom(m Model, mem fit.Memory, memOK bool) (victim *slot, wait <-chan struct{}, stuck *slot) {
 	for _, s := range p.slots {
 		// The name now means another checkpoint (a new snapshot of the
 		// repo): the old one takes no more requests.
 		if s.model.ID == m.ID && !s.retiring {
 			if p.retire(s) {
-				return s, nil
+				return s, nil, nil
 			}
 		}
 	}
 	if p.fits(m, mem, memOK) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	var idle, busy *slot
 	closing, draining := false, false
 	for _, s := range p.slots {
 		switch {
+		case s.unloading && p.stuck(s):
+			stuck = s
 		case s.unloading:
 			closing = true
 		case s.retiring:
@@ -346,20 +388,43 @@ func (p *Pool) makeRoom(m Model, mem fit.Memory, memOK bool) (victim *slot, wait
 	switch {
 	case closing:
 		// Memory is on its way back: see whether that is enough.
-		return nil, p.freed
+		return nil, p.freed, nil
 	case idle != nil:
 		p.retire(idle)
-		return idle, nil
+		return idle, nil, nil
 	case draining:
-		return nil, p.freed
+		return nil, p.freed, nil
 	case busy != nil:
 		// No idle model left: stop sending requests to the least recently
 		// used busy one, and unload it when they finish.
 		p.retire(busy)
-		return nil, p.freed
+		return nil, p.freed, nil
+	case stuck != nil:
+		return nil, nil, stuck
 	}
 	// The pool is empty: the model was admitted alone, so load it.
-	return nil, nil
+	return nil, nil, nil
+}
+
+// stuck reports whether s's runner has been closing for UnloadWait without
+// stopping. Callers hold p.mu.
+func (p *Pool) stuck(s *slot) bool {
+	return !s.closing.IsZero() && time.Since(s.closing) >= p.opt.UnloadWait
+}
+
+// nextCheck is how long until a closing runner would count as stuck, at
+// most UnloadWait: how long a wait for room may sleep before it looks
+// again. Callers hold p.mu.
+func (p *Pool) nextCheck() time.Duration {
+	d := p.opt.UnloadWait
+	for _, s := range p.slots {
+		if s.unloading && !s.closing.IsZero() {
+			if left := time.Until(s.closing.Add(p.opt.UnloadWait)); left > 0 {
+				d = min(d, left)
+			}
+		}
+	}
+	return d
 }
 
 // fits reports whether m can load beside every slot in the pool. Slots
@@ -404,17 +469,44 @@ func (p *Pool) startUnload(s *slot) bool {
 
 // finishUnload closes s's runner and removes it from the pool, waking
 // loads that wait for room. It follows a startUnload that returned true.
+// Once s has loaded it waits at most UnloadWait for the runner to stop:
+// a runner still finishing a request past that closes in the background,
+// and finishUnload returns the error stuckError describes.
 func (p *Pool) finishUnload(s *slot) error {
 	<-s.ready
-	var err error
-	if s.r != nil {
-		err = s.r.Close()
-	}
 	p.mu.Lock()
-	p.unloads--
-	p.remove(s)
+	s.closing = time.Now()
+	s.closed = make(chan struct{})
 	p.mu.Unlock()
-	return err
+	go func() {
+		var err error
+		if s.r != nil {
+			err = p.close(s.r)
+		}
+		p.mu.Lock()
+		s.closeErr = err
+		p.unloads--
+		p.remove(s)
+		p.mu.Unlock()
+		close(s.closed)
+	}()
+	t := time.NewTimer(p.opt.UnloadWait)
+	defer t.Stop()
+	select {
+	case <-s.closed:
+		return s.closeErr
+	case <-t.C:
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.stuckError(s)
+	}
+}
+
+// stuckError says that s's runner has not stopped within UnloadWait of its
+// Close. Callers hold p.mu.
+func (p *Pool) stuckError(s *slot) error {
+	return fmt.Errorf("%w: %q has not stopped %v after its last request ended (a cancelled request is still running); it unloads when that request stops, try again then",
+		engine.ErrClosed, s.model.ID, time.Since(s.closing).Round(100*time.Millisecond))
 }
 
 // remove takes s out of the pool and wakes the loads waiting for room
@@ -504,8 +596,11 @@ func (p *Pool) expire(s *slot, gen int) {
 
 // Unload unloads the named model ("" = the default) if it is loaded, and
 // never loads it (Ollama's keep_alive 0 request with no prompt). An idle
-// model is closed before Unload returns; a busy one takes no new requests
-// and unloads when they finish. It returns the model's id.
+// model is closed before Unload returns (or, when its runner is still
+// finishing a cancelled request after UnloadWait, Unload returns an error
+// wrapping engine.ErrClosed and the runner closes when it stops); a busy
+// one takes no new requests and unloads when they finish. It returns the
+// model's id.
 func (p *Pool) Unload(name string) (string, error) {
 	m, err := p.resolve(name)
 	if err != nil {
@@ -576,13 +671,38 @@ func (p *Pool) Close() error {
 	for _, s := range mine {
 		errs = append(errs, p.finishUnload(s))
 	}
+	// Wait for the unloads a timer or a release started too, but not for
+	// a runner that does not stop: report it.
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	for p.unloads > 0 {
+		var stuck []*slot
+		waiting := false
+		for _, s := range p.slots {
+			switch {
+			case s.unloading && p.stuck(s):
+				stuck = append(stuck, s)
+			case s.unloading:
+				waiting = true
+			}
+		}
+		if !waiting {
+			for _, s := range stuck {
+				if !slices.Contains(mine, s) { // finishUnload reported those
+					errs = append(errs, p.stuckError(s))
+				}
+			}
+			break
+		}
+		t := time.NewTimer(p.nextCheck())
 		freed := p.freed
 		p.mu.Unlock()
-		<-freed
+		select {
+		case <-freed:
+		case <-t.C:
+		}
+		t.Stop()
 		p.mu.Lock()
 	}
-	p.mu.Unlock()
 	return errors.Join(errs...)
 }
