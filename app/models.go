@@ -38,16 +38,14 @@ func (c *cli) resolveModel(name string) (pool.Model, error) {
 }
 
 // registryResolve is the server's resolver: names from HTTP requests reach
-// only models in the Hugging Face cache, never an arbitrary directory
-// (the --model directory is served as the default). It does no memory
-// check: the pool judges each load against the models already resident.
+// only models in the Hugging Face cache and the built-in one, never a path
+// (registry.ResolveName); the --model directory is served as the default,
+// by the id the server reports for it. It does no memory check: the pool
+// judges each load against the models already resident.
 func (c *cli) registryResolve(name string) (pool.Model, error) {
-	rec, err := c.registry().Resolve(name)
+	rec, err := c.registry().ResolveName(name)
 	if err != nil {
 		return pool.Model{}, err
-	}
-	if rec.Revision == "" && !rec.Builtin {
-		return pool.Model{}, fmt.Errorf("%w: %q is a directory, not a model in the Hugging Face cache (serve a directory with --model)", registry.ErrNotFound, name)
 	}
 	return modelOf(rec), nil
 }

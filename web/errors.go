@@ -55,6 +55,7 @@ func classify(err error) problem {
 		he  *echo.HTTPError
 		fe  *fit.Error
 		le  *engine.LoadError
+		hub *registry.HubError
 	)
 	switch {
 	case errors.As(err, &ae):
@@ -62,7 +63,9 @@ func classify(err error) problem {
 	case errors.As(err, &ce):
 		return problem{Status: http.StatusBadRequest, Param: "messages", Code: "context_length_exceeded", Message: ce.Error()}
 	case errors.As(err, &te):
-		return problem{Status: http.StatusBadRequest, Param: "messages", Message: te.Error()}
+		// The model's template failed on this request: it raised, or ran
+		// past a render limit (named in the message).
+		return problem{Status: http.StatusBadRequest, Param: "messages", Code: "template_error", Message: te.Error()}
 	case errors.As(err, &re):
 		return problem{Status: http.StatusBadRequest, Message: re.Error()}
 	case errors.Is(err, engine.ErrQueueFull):
@@ -73,8 +76,16 @@ func classify(err error) problem {
 		return problem{Status: http.StatusBadRequest, Param: "model", Code: "model_unsupported", Message: err.Error()}
 	case errors.Is(err, registry.ErrNotFound):
 		return problem{Status: http.StatusNotFound, Param: "model", Code: "model_not_found", Message: err.Error()}
-	case errors.Is(err, registry.ErrAmbiguous), errors.Is(err, registry.ErrDrafter):
+	case errors.Is(err, registry.ErrAmbiguous), errors.Is(err, registry.ErrDrafter), errors.Is(err, registry.ErrInvalidName):
 		return problem{Status: http.StatusBadRequest, Param: "model", Message: err.Error()}
+	case errors.As(err, &hub):
+		// The hub failed or answered what a pull cannot use: a bad gateway,
+		// with the hub's reason.
+		return problem{Status: http.StatusBadGateway, Code: "hub_error", Message: err.Error()}
+	case errors.Is(err, registry.ErrAuth):
+		// The hub refused the server's credentials (a gated or private
+		// repo): not the client's own authentication.
+		return problem{Status: http.StatusForbidden, Param: "model", Code: "hub_access_denied", Message: err.Error()}
 	case errors.As(err, &fe):
 		return problem{Status: http.StatusBadRequest, Param: "model", Code: "insufficient_memory", Message: err.Error()}
 	case errors.Is(err, registry.ErrUnservable), errors.As(err, &le):

@@ -3,7 +3,6 @@ package web
 import (
 	"net/http"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -137,7 +136,9 @@ func (s *Server) model(c echo.Context) error {
 }
 
 // catalogEntry finds a servable model by its id (Ollama's ":latest" tag
-// allowed).
+// allowed), or by any other name the registry resolves over HTTP (a short
+// name, a revision). An unknown name gets the registry's not-found error,
+// the same as every route that takes a model gives.
 func (s *Server) catalogEntry(id string) (modelEntry, error) {
 	list, err := s.catalog()
 	if err != nil {
@@ -149,7 +150,19 @@ func (s *Server) catalogEntry(id string) (modelEntry, error) {
 			return m, nil
 		}
 	}
-	return modelEntry{}, &apiError{status: http.StatusNotFound, param: "model", code: "model_not_found", msg: "model " + strconv.Quote(id) + " not found (GET /v1/models lists the models on this machine)"}
+	if s.opt.Registry == nil {
+		return modelEntry{}, registry.UnknownName(id)
+	}
+	rec, err := s.opt.Registry.ResolveName(id)
+	if err != nil {
+		return modelEntry{}, err
+	}
+	for _, m := range list {
+		if m.dir == rec.Dir {
+			return m, nil
+		}
+	}
+	return modelEntry{}, registry.UnknownName(id)
 }
 
 // tagEntry is one model of GET /api/tags (Ollama's listing), unsupported

@@ -38,8 +38,12 @@ type pullLine struct {
 
 // pull serves POST /api/pull: streamed, one JSON object per line while the
 // download runs and {"status":"success"} at the end (or {"error": …});
-// with "stream": false, one object when it is done. A client that goes
-// away cancels the pull; the next pull resumes the partial files.
+// with "stream": false, one object when it is done. The name is checked
+// first (400), and a streamed answer starts only once the hub has resolved
+// the revision, so an unknown repo (404), a refusal (403) or a hub fault
+// (502) still gets its status; a failure after that is the stream's last
+// line. A client that goes away cancels the pull; the next pull resumes
+// the partial files.
 func (s *Server) pull(c echo.Context) error {
 	if s.opt.Pull == nil {
 		return &apiError{status: http.StatusNotImplemented, msg: "this server cannot pull models (no hub configured)"}
@@ -56,34 +60,51 @@ func (s *Server) pull(c echo.Context) error {
 	if name == "" {
 		return badRequest("model", "model: required (a Hugging Face repo id, e.g. Qwen/Qwen3-0.6B)")
 	}
+	if _, _, err := registry.ParseName(name); err != nil {
+		return err
+	}
 	ctx := c.Request().Context()
 	if in.Stream != nil && !*in.Stream {
-		if err := s.opt.Pull(ctx, name, nil); err != nil {
+		err := s.opt.Pull(ctx, name, nil)
+		s.log.Info("pull", "model", name, "err", err)
+		if err != nil {
 			return err
 		}
 		return c.JSON(http.StatusOK, pullLine{Status: "success"})
 	}
 	var (
-		mu sync.Mutex
-		w  = newNDJSON(c)
+		mu      sync.Mutex
+		w       = newNDJSON(c)
+		pending []pullLine // lines held until the revision is resolved
 	)
-	write := func(v any) {
+	err = s.opt.Pull(ctx, name, func(p registry.Progress) {
 		mu.Lock()
 		defer mu.Unlock()
-		w.line(v)
-	}
-	err = s.opt.Pull(ctx, name, func(p registry.Progress) {
-		write(pullLine{Status: p.Status, Repo: p.Repo, Commit: p.Commit, File: p.File,
-			Completed: p.Completed, Total: p.Total, FilesDone: p.FilesDone, Files: p.Files})
+		line := pullLine{Status: p.Status, Repo: p.Repo, Commit: p.Commit, File: p.File,
+			Completed: p.Completed, Total: p.Total, FilesDone: p.FilesDone, Files: p.Files}
+		if p.Status == registry.StatusResolving && !w.begun() {
+			pending = append(pending, line)
+			return
+		}
+		for _, l := range pending {
+			w.line(l)
+		}
+		pending = nil
+		w.line(line)
 	})
 	s.log.Info("pull", "model", name, "err", err)
+	mu.Lock()
+	defer mu.Unlock()
 	if err != nil {
 		if !w.begun() {
 			return err
 		}
-		write(nativeError{Error: classify(err).Message})
+		w.line(nativeError{Error: classify(err).Message})
 		return nil
 	}
-	write(pullLine{Status: "success"})
+	for _, l := range pending {
+		w.line(l)
+	}
+	w.line(pullLine{Status: "success"})
 	return nil
 }

@@ -6,6 +6,8 @@
 //	    blobs/<etag>.incomplete        a download in progress
 //	    refs/<revision>                the commit hash a branch or tag points at
 //	    snapshots/<commit>/<file>      relative symlinks into blobs/
+//	    .hearth-pull-error.json        Hearth's own: why its last pull failed
+//	                                   (huggingface_hub ignores it)
 
 package registry
 
@@ -105,23 +107,48 @@ func repoOf(folder string) (string, bool) {
 
 // CheckRepoID checks that id is "org/name" (or a bare "name", which the hub
 // still serves for a few old repos) made of the characters the hub allows.
+// Its errors wrap ErrInvalidName.
 func CheckRepoID(id string) error {
 	parts := strings.Split(id, "/")
 	if len(parts) > 2 || id == "" {
-		return fmt.Errorf("repo id %q is not of the form org/name", id)
+		return fmt.Errorf("%w: repo id %s is not of the form org/name", ErrInvalidName, QuoteName(id))
 	}
 	for _, p := range parts {
 		if p == "" || p == "." || p == ".." || len(p) > 96 || strings.Contains(p, "--") {
-			return fmt.Errorf("repo id %q is not of the form org/name", id)
+			return fmt.Errorf("%w: repo id %s is not of the form org/name", ErrInvalidName, QuoteName(id))
 		}
 		for _, r := range p {
 			ok := r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
 			if !ok {
-				return fmt.Errorf("repo id %q has the character %q (allowed: letters, digits, '-', '_', '.')", id, r)
+				return fmt.Errorf("%w: repo id %s has the character %q (allowed: letters, digits, '-', '_', '.')", ErrInvalidName, QuoteName(id), r)
 			}
 		}
 	}
 	return nil
+}
+
+// checkRevision checks that rev can name a branch, tag or commit.
+func checkRevision(rev string) error {
+	if checkRepoPath(rev) != nil {
+		return fmt.Errorf("%w: revision %s is not a branch, tag or commit", ErrInvalidName, QuoteName(rev))
+	}
+	return nil
+}
+
+// ParseName splits what a user asks to pull, "org/name" or
+// "org/name@revision", and checks both parts (errors wrap ErrInvalidName).
+// The revision is "" when none is given.
+func ParseName(name string) (repo, rev string, err error) {
+	repo, rev, hasRev := strings.Cut(name, "@")
+	if err := CheckRepoID(repo); err != nil {
+		return "", "", err
+	}
+	if hasRev {
+		if err := checkRevision(rev); err != nil {
+			return "", "", err
+		}
+	}
+	return repo, rev, nil
 }
 
 // snapshot is one revision of a repo in the cache.

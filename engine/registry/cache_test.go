@@ -3,6 +3,7 @@ package registry
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,15 +53,57 @@ func TestHubEnv(t *testing.T) {
 	}
 }
 
+func TestQuoteName(t *testing.T) {
+	long := strings.Repeat("é", 150) // 300 bytes: the cut falls inside a character
+	tests := []struct{ in, want string }{
+		{"Qwen/Qwen3-0.6B", `"Qwen/Qwen3-0.6B"`},
+		{"a\x00b", `"a\x00b"`},
+		{strings.Repeat("a", 200), `"` + strings.Repeat("a", 200) + `"`},
+		{strings.Repeat("a", 100_000), `"` + strings.Repeat("a", 200) + `"… (100000 bytes)`},
+		{long, `"` + strings.Repeat("é", 100) + `"… (300 bytes)`},
+		{strings.Repeat("\xff", 1000), `"` + strings.Repeat(`\xff`, 50) + `"… (1000 bytes)`}, // escapes count too
+	}
+	for _, tt := range tests {
+		if got := QuoteName(tt.in); got != tt.want {
+			t.Errorf("QuoteName(%.20q) = %.60q, want %.60q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestParseName(t *testing.T) {
+	tests := []struct{ in, repo, rev, err string }{
+		{"Qwen/Qwen3-0.6B", "Qwen/Qwen3-0.6B", "", ""},
+		{"Qwen/Qwen3-0.6B@v1.0", "Qwen/Qwen3-0.6B", "v1.0", ""},
+		{"Qwen/Qwen3-0.6B@refs/pr/1", "Qwen/Qwen3-0.6B", "refs/pr/1", ""},
+		{"../etc", "", "", "not of the form org/name"},
+		{"Qwen/Qwen3-0.6B@../x", "", "", `revision "../x" is not a branch, tag or commit`},
+		{"Qwen/Qwen3-0.6B@", "", "", "is not a branch, tag or commit"},
+		{"a/b@" + strings.Repeat("x/", 50_000), "", "", "… (100000 bytes) is not a branch"},
+	}
+	for _, tt := range tests {
+		repo, rev, err := ParseName(tt.in)
+		if tt.err == "" && (err != nil || repo != tt.repo || rev != tt.rev) {
+			t.Errorf("ParseName(%q) = %q, %q, %v; want %q, %q", tt.in, repo, rev, err, tt.repo, tt.rev)
+		}
+		if tt.err != "" && (!errors.Is(err, ErrInvalidName) || !strings.Contains(err.Error(), tt.err)) {
+			t.Errorf("ParseName(%.30q) error %v, want ErrInvalidName containing %q", tt.in, err, tt.err)
+		}
+	}
+}
+
 func TestCheckRepoID(t *testing.T) {
 	for _, ok := range []string{"Qwen/Qwen3-0.6B", "mlx-community/Llama-3.2-1B-Instruct-4bit", "gpt2", "a_b/c.d"} {
 		if err := CheckRepoID(ok); err != nil {
 			t.Errorf("CheckRepoID(%q) = %v, want nil", ok, err)
 		}
 	}
-	for _, bad := range []string{"", "/x", "x/", "a/b/c", "../x", "a/..", "a--b/c", "a/b c", "a/b\\c", "a/b?"} {
-		if err := CheckRepoID(bad); err == nil {
-			t.Errorf("CheckRepoID(%q) = nil, want an error", bad)
+	for _, bad := range []string{"", "/x", "x/", "a/b/c", "../x", "a/..", "a--b/c", "a/b c", "a/b\\c", "a/b?", strings.Repeat("a", 100_000)} {
+		err := CheckRepoID(bad)
+		if !errors.Is(err, ErrInvalidName) {
+			t.Errorf("CheckRepoID(%.20q) = %v, want ErrInvalidName", bad, err)
+		}
+		if err != nil && len(err.Error()) > 300 {
+			t.Errorf("CheckRepoID(%.20q): a %d-byte message", bad, len(err.Error()))
 		}
 	}
 }

@@ -20,7 +20,8 @@ import (
 	"time"
 )
 
-// errCorrupt marks a download whose bytes do not match the hub's hash.
+// errCorrupt marks a download whose bytes do not match the hub's hash
+// (inside a *HubError).
 var errCorrupt = errors.New("corrupt download")
 
 // retryable marks a failure another attempt may cure: a dropped
@@ -45,7 +46,7 @@ func (p *puller) fetch(ctx context.Context, commit string, f repoFile) error {
 	if err := os.MkdirAll(filepath.Dir(blob), 0o755); err != nil {
 		return err
 	}
-	unlock, err := lockFile(ctx, filepath.Join(p.opt.CacheDir, ".locks", filepath.Base(p.repoDir), f.Etag+".lock"))
+	unlock, err := lockFile(ctx, p.lockPath(f))
 	if err != nil {
 		return err
 	}
@@ -59,8 +60,13 @@ func (p *puller) fetch(ctx context.Context, commit string, f repoFile) error {
 		err := p.download(ctx, commit, f, blob)
 		var r retryable
 		if err == nil || !errors.As(err, &r) || attempt == maxAttempts || ctx.Err() != nil {
-			if err == nil {
+			switch {
+			case err == nil:
 				p.finished(f)
+			case ctx.Err() != nil:
+				return context.Cause(ctx)
+			case errors.As(err, &r):
+				return hubFault(err) // the hub kept failing
 			}
 			return err
 		}
@@ -70,6 +76,29 @@ func (p *puller) fetch(ctx context.Context, commit string, f repoFile) error {
 			return ctx.Err()
 		}
 		delay *= 2
+	}
+}
+
+// lockPath is the lock file of f's blob, where huggingface_hub puts it.
+func (p *puller) lockPath(f repoFile) string {
+	return filepath.Join(p.opt.CacheDir, ".locks", filepath.Base(p.repoDir), f.Etag+".lock")
+}
+
+// dropPartials removes the partial blobs of files after a failed pull
+// (this one's, and any an earlier pull left), skipping those another
+// process holds the lock of: it is writing them.
+func (p *puller) dropPartials(files []repoFile) {
+	now, cancel := context.WithCancel(context.Background())
+	cancel() // one try at each lock, no waiting
+	for _, f := range files {
+		inc := filepath.Join(p.repoDir, "blobs", f.Etag+".incomplete")
+		if _, err := os.Stat(inc); err != nil {
+			continue
+		}
+		if unlock, err := lockFile(now, p.lockPath(f)); err == nil {
+			os.Remove(inc)
+			unlock()
+		}
 	}
 }
 
@@ -109,7 +138,7 @@ func (p *puller) download(ctx context.Context, commit string, f repoFile, blob s
 	if got, ok := v.check(); !ok {
 		fh.Close()
 		os.Remove(inc) // a resume would keep the bad bytes
-		return fmt.Errorf("%w: %s is %s, the hub says %s (run hearth pull again)", errCorrupt, v.kind, got, f.Etag)
+		return hubFault(fmt.Errorf("%w: %s is %s, the hub says %s (run hearth pull again)", errCorrupt, v.kind, got, f.Etag))
 	}
 	if err := fh.Sync(); err != nil {
 		return err

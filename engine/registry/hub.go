@@ -11,11 +11,31 @@ import (
 	"io"
 	"net/http"
 	"path"
+	"strconv"
 	"strings"
 )
 
 // ErrAuth: the hub refused access (a private or gated repo, or a bad token).
 var ErrAuth = errors.New("the hub refused access")
+
+// HubError is a failure of the hub rather than of the request: no answer,
+// an error status other than not-found or refused (after any retries), a
+// revision info or file headers Pull cannot use (a bad commit, file name,
+// size or hash), or bytes that do not match the hash the hub announced.
+// Its message is the hub's reason.
+type HubError struct{ Err error }
+
+func (e *HubError) Error() string { return e.Err.Error() }
+func (e *HubError) Unwrap() error { return e.Err }
+
+// hubFault wraps err as a HubError, unless it is nil or already one.
+func hubFault(err error) error {
+	var he *HubError
+	if err == nil || errors.As(err, &he) {
+		return err
+	}
+	return &HubError{Err: err}
+}
 
 // repoInfo is what GET /api/models/{repo}/revision/{rev}?blobs=true says.
 type repoInfo struct {
@@ -103,6 +123,45 @@ func checkRepoPath(name string) error {
 	return nil
 }
 
+// fileHeaders reads a file's etag (lower case) and size from the headers
+// of its HEAD answer: X-Linked-Etag and X-Linked-Size on the hub's
+// redirect to an LFS file, ETag and Content-Length otherwise. The etag
+// names a blob file, so it must be a plain name: letters, digits, '-',
+// '_' and '.', at most 128 bytes. X-Repo-Commit, when present, must be
+// commit.
+func fileHeaders(h http.Header, contentLength int64, commit string) (etag string, size int64, err error) {
+	if c := h.Get("X-Repo-Commit"); c != "" && !strings.EqualFold(c, commit) {
+		return "", 0, fmt.Errorf("the hub served commit %s, not %s", QuoteName(c), commit)
+	}
+	etag = normalizeEtag(h.Get("X-Linked-Etag"))
+	if etag == "" {
+		etag = normalizeEtag(h.Get("ETag"))
+	}
+	size = contentLength
+	if s := h.Get("X-Linked-Size"); s != "" {
+		if size, err = strconv.ParseInt(s, 10, 64); err != nil {
+			return "", 0, fmt.Errorf("X-Linked-Size %s is not a number", QuoteName(s))
+		}
+	}
+	if !plainName(etag) || size < 0 {
+		return "", 0, fmt.Errorf("the hub gave no usable ETag and size (etag %s, size %d)", QuoteName(etag), size)
+	}
+	return strings.ToLower(etag), size, nil
+}
+
+// plainName reports whether s can name a file of blobs/ as it is.
+func plainName(s string) bool {
+	if s == "" || len(s) > 128 || s == "." || s == ".." || strings.HasSuffix(s, ".incomplete") {
+		return false
+	}
+	for _, r := range s {
+		if !(r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
 // normalizeEtag strips the weak-validator prefix and quotes of an ETag
 // header, as huggingface_hub does.
 func normalizeEtag(s string) string {
@@ -113,7 +172,8 @@ func normalizeEtag(s string) string {
 // hubError turns a hub answer other than success into an error that says
 // what to do: ErrNotFound for a missing repo, revision or file (which is
 // also what the hub says about a private repo to a stranger), ErrAuth for
-// a gated or private repo or a bad token.
+// a gated or private repo or a bad token, a *HubError with the hub's
+// message for anything else.
 func hubError(resp *http.Response, repo, what string, haveToken bool) error {
 	code := resp.Header.Get("X-Error-Code")
 	msg := strings.TrimSpace(resp.Header.Get("X-Error-Message"))
@@ -146,8 +206,11 @@ func hubError(resp *http.Response, repo, what string, haveToken bool) error {
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 		return fmt.Errorf("%w: %s answered %s for %s: %s", ErrAuth, repo, resp.Status, what, tokenHint)
 	}
+	if len(msg) > maxNameShown {
+		msg = strings.ToValidUTF8(msg[:maxNameShown], "") + "…"
+	}
 	if msg != "" {
 		msg = ": " + msg
 	}
-	return fmt.Errorf("%s: the hub answered %s for %s%s", repo, resp.Status, what, msg)
+	return &HubError{Err: fmt.Errorf("%s: the hub answered %s for %s%s", repo, resp.Status, what, msg)}
 }

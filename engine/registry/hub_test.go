@@ -2,8 +2,10 @@ package registry
 
 import (
 	"errors"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -107,4 +109,90 @@ func TestHubError(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestFileHeaders(t *testing.T) {
+	sha := strings.Repeat("ab", 32)
+	tests := []struct {
+		name     string
+		header   map[string]string
+		length   int64
+		etag     string
+		size     int64
+		contains string // in the error; "" for success
+	}{
+		{"LFS redirect", map[string]string{"X-Linked-Etag": `"` + strings.ToUpper(sha) + `"`, "X-Linked-Size": "1234", "X-Repo-Commit": commit("c")}, 0, sha, 1234, ""},
+		{"small file", map[string]string{"ETag": `W/"` + commit("b") + `"`}, 726, commit("b"), 726, ""},
+		{"mirror etag", map[string]string{"ETag": `"5d41402abc4b2a76-3"`}, 5, "5d41402abc4b2a76-3", 5, ""},
+		{"other commit", map[string]string{"ETag": `"` + commit("b") + `"`, "X-Repo-Commit": commit("d")}, 1, "", 0, "served commit"},
+		{"size not a number", map[string]string{"X-Linked-Etag": sha, "X-Linked-Size": "12abc"}, 0, "", 0, `X-Linked-Size "12abc"`},
+		{"negative size", map[string]string{"X-Linked-Etag": sha, "X-Linked-Size": "-1"}, 0, "", 0, "no usable ETag and size"},
+		{"unknown size", map[string]string{"ETag": commit("b")}, -1, "", 0, "no usable ETag and size"},
+		{"no etag", nil, 5, "", 0, "no usable ETag"},
+		{"etag with a path", map[string]string{"ETag": `"../../refs/main"`}, 5, "", 0, `etag "../../refs/main"`},
+		{"etag dot-dot", map[string]string{"ETag": `".."`}, 5, "", 0, "no usable ETag"},
+		{"etag of a partial blob", map[string]string{"ETag": `"x.incomplete"`}, 5, "", 0, "no usable ETag"},
+		{"etag too long", map[string]string{"ETag": strings.Repeat("a", 100_000)}, 5, "", 0, "… (100000 bytes)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := http.Header{}
+			for k, v := range tt.header {
+				h.Set(k, v)
+			}
+			etag, size, err := fileHeaders(h, tt.length, commit("c"))
+			if tt.contains == "" && (err != nil || etag != tt.etag || size != tt.size) {
+				t.Errorf("fileHeaders = %q, %d, %v; want %q, %d", etag, size, err, tt.etag, tt.size)
+			}
+			if tt.contains != "" && (err == nil || !strings.Contains(err.Error(), tt.contains) || len(err.Error()) > 400) {
+				t.Errorf("fileHeaders error %.400v, want one containing %q", err, tt.contains)
+			}
+		})
+	}
+}
+
+// FuzzHubHeaders feeds the headers and bodies of the hub's answers Pull
+// reads besides the revision info (a file's HEAD, a range answer, an error
+// answer) to their parsers: none may panic, an accepted etag must be a
+// plain blob name, and no error may grow with the input.
+func FuzzHubHeaders(f *testing.F) {
+	f.Add(`"`+strings.Repeat("ab", 32)+`"`, "", "1234", int64(0), commit("c"), "bytes 100-199/200", 404, "RepoNotFound", "", `{"error":"Repository not found"}`)
+	f.Add("", `W/"`+commit("b")+`"`, "", int64(726), "", "bytes 0-0/1", 401, "GatedRepo", "Access to model x is restricted.", "")
+	f.Add("../x", "", "-5", int64(-1), commit("d"), "bytes -1-", 500, "", "", "<html>")
+	f.Add("..", ".", "99999999999999999999", int64(3), "", "", 429, "EntryNotFound", strings.Repeat("m", 1000), strings.Repeat("{", 600))
+	f.Fuzz(func(t *testing.T, linkedEtag, etag, linkedSize string, length int64, repoCommit, contentRange string, status int, code, msg, body string) {
+		h := http.Header{}
+		for k, v := range map[string]string{"X-Linked-Etag": linkedEtag, "ETag": etag, "X-Linked-Size": linkedSize, "X-Repo-Commit": repoCommit} {
+			if v != "" {
+				h.Set(k, v)
+			}
+		}
+		got, size, err := fileHeaders(h, length, commit("c"))
+		if err == nil {
+			if !plainName(got) || got != strings.ToLower(got) || size < 0 || filepath.Base(got) != got {
+				t.Fatalf("accepted etag %q, size %d", got, size)
+			}
+		} else if len(err.Error()) > 600 {
+			t.Fatalf("a %d-byte error", len(err.Error()))
+		}
+		if start, ok := contentRangeStart(contentRange); ok && !strings.Contains(contentRange, strconv.FormatInt(start, 10)) {
+			t.Fatalf("contentRangeStart(%q) = %d", contentRange, start)
+		}
+		if status < 100 || status > 999 {
+			status = 500
+		}
+		rec := httptest.NewRecorder()
+		if code != "" {
+			rec.Header().Set("X-Error-Code", code)
+		}
+		if msg != "" {
+			rec.Header().Set("X-Error-Message", msg)
+		}
+		rec.WriteHeader(status)
+		rec.WriteString(body)
+		err = hubError(rec.Result(), "org/model", "main", false)
+		if err == nil || len(err.Error()) > 1000 {
+			t.Fatalf("hubError = %v", err)
+		}
+	})
 }

@@ -70,8 +70,17 @@ const maxAttempts = 4
 // retrying a dropped connection), checks each against the hub's sha256
 // (LFS files) or git blob hash (small files), and only when every file is
 // whole links snapshots/<commit>/ to the blobs and points refs/<revision>
-// at the commit. A failed pull leaves no snapshot behind, only blobs and
-// .incomplete files the next pull reuses.
+// at the commit.
+//
+// A pull that fails leaves no snapshot and no partial file behind: the
+// whole blobs it verified stay for the next pull, and a note in the repo's
+// folder says why it failed (hearth ls shows it). A pull the caller
+// cancels keeps its partial .incomplete blobs too, and the next pull
+// resumes them. Errors say whose fault a failure is: ErrInvalidName for a
+// repo id or revision that cannot exist, ErrNotFound and ErrAuth for the
+// hub's refusals, *HubError for a hub that fails or answers what Pull
+// cannot use (its reason in the message), ErrUnservable for a repo with no
+// model files, and the context's error for a cancelled pull.
 func Pull(ctx context.Context, opt PullOptions, progress func(Progress)) error {
 	if opt.Endpoint == "" {
 		opt.Endpoint = DefaultEndpoint
@@ -95,8 +104,8 @@ func Pull(ctx context.Context, opt PullOptions, progress func(Progress)) error {
 	if err := CheckRepoID(opt.Repo); err != nil {
 		return err
 	}
-	if err := checkRepoPath(opt.Revision); err != nil {
-		return fmt.Errorf("revision %q is not a branch, tag or commit", opt.Revision)
+	if err := checkRevision(opt.Revision); err != nil {
+		return err
 	}
 	if opt.CacheDir == "" {
 		return errors.New("pull: no cache directory")
@@ -129,7 +138,7 @@ func (p *puller) run(ctx context.Context) error {
 	}
 	files := p.pick(info.Files)
 	if len(files) == 0 {
-		return fmt.Errorf("revision %s has no files Hearth can use (no config.json or *.safetensors)", p.opt.Revision)
+		return fmt.Errorf("%w: revision %s has no files Hearth can use (no config.json or *.safetensors)", ErrUnservable, p.opt.Revision)
 	}
 	for i := range files {
 		if files[i].Etag == "" {
@@ -146,13 +155,16 @@ func (p *puller) run(ctx context.Context) error {
 	p.mu.Unlock()
 	p.emit(true)
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	clearFailure(p.repoDir)
+	parent := ctx
+	ctx, cancel := context.WithCancelCause(parent)
+	defer cancel(nil)
 	var (
-		wg    sync.WaitGroup
-		errMu sync.Mutex
-		first error
-		slots = make(chan struct{}, p.opt.Parallel)
+		wg        sync.WaitGroup
+		errMu     sync.Mutex
+		first     error
+		firstFile string
+		slots     = make(chan struct{}, p.opt.Parallel)
 	)
 	for _, f := range files {
 		wg.Add(1)
@@ -166,22 +178,25 @@ func (p *puller) run(ctx context.Context) error {
 			defer func() { <-slots }()
 			if err := p.fetch(ctx, info.Commit, f); err != nil {
 				errMu.Lock()
-				if first == nil {
-					first = fmt.Errorf("%s: %w", f.Name, err)
-					cancel()
+				if first == nil && parent.Err() == nil {
+					first, firstFile = fmt.Errorf("%s: %w", f.Name, err), f.Name
+					cancel(errPullFailed)
 				}
 				errMu.Unlock()
 			}
 		}()
 	}
 	wg.Wait()
+	if err := parent.Err(); err != nil {
+		return fmt.Errorf("interrupted; the partial files stay, and pulling again resumes them: %w", err)
+	}
 	if first != nil {
+		p.dropPartials(files)
+		writeFailure(p.repoDir, pullFailure{Revision: p.opt.Revision, File: firstFile, Corrupt: errors.Is(first, errCorrupt), Error: first.Error()})
 		return first
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	if err := p.place(info.Commit, files); err != nil {
+		writeFailure(p.repoDir, pullFailure{Revision: p.opt.Revision, Error: err.Error()})
 		return err
 	}
 	p.mu.Lock()
@@ -200,13 +215,20 @@ func (p *puller) revisionInfo(ctx context.Context) (repoInfo, error) {
 	}
 	resp, err := p.opt.Client.Do(req)
 	if err != nil {
-		return repoInfo{}, fmt.Errorf("reach the hub: %w", err)
+		if ctx.Err() != nil {
+			return repoInfo{}, ctx.Err()
+		}
+		return repoInfo{}, hubFault(fmt.Errorf("reach the hub: %w", err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		return repoInfo{}, hubError(resp, p.opt.Repo, p.opt.Revision, p.opt.Token != "")
 	}
-	return decodeRepoInfo(resp.Body)
+	info, err := decodeRepoInfo(resp.Body)
+	if err != nil && ctx.Err() != nil {
+		return repoInfo{}, ctx.Err()
+	}
+	return info, hubFault(err)
 }
 
 func (p *puller) request(ctx context.Context, method, u string) (*http.Request, error) {
@@ -249,29 +271,20 @@ func (p *puller) head(ctx context.Context, commit string, f *repoFile) error {
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return fmt.Errorf("%s: reach the hub: %w", f.Name, err)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return hubFault(fmt.Errorf("%s: reach the hub: %w", f.Name, err))
 	}
 	resp.Body.Close()
 	if resp.StatusCode >= 400 {
 		return hubError(resp, p.opt.Repo, f.Name, p.opt.Token != "")
 	}
-	if c := resp.Header.Get("X-Repo-Commit"); c != "" && !strings.EqualFold(c, commit) {
-		return fmt.Errorf("%s: the hub served commit %s, not %s", f.Name, c, commit)
+	etag, size, err := fileHeaders(resp.Header, resp.ContentLength, commit)
+	if err != nil {
+		return hubFault(fmt.Errorf("%s: %w", f.Name, err))
 	}
-	etag := normalizeEtag(resp.Header.Get("X-Linked-Etag"))
-	if etag == "" {
-		etag = normalizeEtag(resp.Header.Get("ETag"))
-	}
-	size := resp.ContentLength
-	if s := resp.Header.Get("X-Linked-Size"); s != "" {
-		if _, err := fmt.Sscan(s, &size); err != nil {
-			return fmt.Errorf("%s: X-Linked-Size %q is not a number", f.Name, s)
-		}
-	}
-	if etag == "" || strings.ContainsAny(etag, `/\`) || etag == "." || etag == ".." || size < 0 {
-		return fmt.Errorf("%s: the hub gave no usable ETag and size (etag %q, size %d)", f.Name, etag, size)
-	}
-	f.Etag, f.Size, f.LFS = strings.ToLower(etag), size, len(etag) == 64 && isHex(etag)
+	f.Etag, f.Size, f.LFS = etag, size, len(etag) == 64 && isHex(etag)
 	return nil
 }
 

@@ -4,6 +4,7 @@
 package registry
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,11 +13,13 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"hearth/engine"
 	"hearth/engine/config"
 	"hearth/engine/family"
 	"hearth/engine/fit"
+	"hearth/engine/template"
 	"hearth/engine/tensor"
 	"hearth/engine/weights"
 )
@@ -160,7 +163,42 @@ func classify(dir, id, revision string, refs []string, profiles []ExactProfile) 
 	rec.Tier = string(prof.Tier)
 	rec.Fidelity = prof.Fidelity
 	rec.Capabilities = capabilities(fam.Caps, present)
+	if err := dryRender(dir); err != nil {
+		return fail(err)
+	}
 	return rec
+}
+
+// dryMessages is the conversation a chat template must render for its
+// model to be listed as supported.
+var dryMessages = json.RawMessage(`[{"role":"user","content":"Hello"}]`)
+
+// dryRenderTime bounds a dry render's wall time. A real template renders
+// one message in about a millisecond; listings (the menu's among them)
+// classify every model, so a hostile one costs them this much, not the
+// 10 s a request may take.
+const dryRenderTime = time.Second
+
+// dryRender loads dir's chat template and renders a one-message
+// conversation under the limits a request renders under (with less time): a template
+// that does not parse, raises, or runs past a limit (a macro recursing
+// without end, a loop that never ends) makes the model unsupported, with
+// the reason. A checkpoint without a chat template passes: it serves text
+// completions. It reads only the template's files, once per
+// classification.
+func dryRender(dir string) error {
+	tmpl, err := template.Load(dir)
+	if errors.Is(err, template.ErrNoTemplate) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	opt := template.Options{AddGenerationPrompt: true, Limits: template.Limits{Time: dryRenderTime}}
+	if _, err := tmpl.Render(context.Background(), dryMessages, opt); err != nil {
+		return fmt.Errorf("the chat template cannot render a one-message conversation: %w", err)
+	}
+	return nil
 }
 
 // danglingLinks lists the files of dir (a snapshot), down to two folders

@@ -12,7 +12,9 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Errors a caller acts on.
@@ -23,6 +25,9 @@ var (
 	ErrAmbiguous = errors.New("model name is ambiguous")
 	// ErrDrafter: the model is a draft model, not servable on its own.
 	ErrDrafter = errors.New("draft model, not servable on its own")
+	// ErrInvalidName: a repo id or revision that cannot name anything on
+	// the hub (the request's fault, before any lookup).
+	ErrInvalidName = errors.New("invalid model name")
 )
 
 // Registry lists and resolves models. It holds no state that changes: every
@@ -95,9 +100,9 @@ func (r *Registry) repoRecords(repo string) []Record {
 	snaps, err := repoSnapshots(RepoDir(r.cache, repo), repo)
 	if err != nil || len(snaps) == 0 {
 		if err == nil {
-			err = errors.New("no snapshots (an interrupted download; run hearth pull again)")
+			err = noSnapshot(RepoDir(r.cache, repo), repo)
 		}
-		return []Record{{ID: repo, Dir: RepoDir(r.cache, repo), Tier: TierUnsupported, Reason: err.Error(), err: err, Capabilities: []string{}, Drafter: drafterName(repo)}}
+		return []Record{{ID: repo, Dir: RepoDir(r.cache, repo), Tier: TierUnsupported, Reason: err.Error(), err: unservable{err}, Capabilities: []string{}, Drafter: drafterName(repo)}}
 	}
 	var out []Record
 	for _, s := range snaps {
@@ -110,17 +115,35 @@ func (r *Registry) classifyLocal(dir string) Record {
 	return classify(dir, dir, "", nil, r.profiles)
 }
 
-// Resolve finds the model a user names: "org/name" (the snapshot refs/main
-// points at), "org/name@rev" (a ref or a commit, or its first 7+ hex
-// digits), a directory path, or a short name ("Qwen3-0.6B") that only one
-// cached repo or local directory has. The record comes back even when it
-// cannot be served; the error then says why: it wraps ErrNotFound (with the
-// closest names), ErrAmbiguous, ErrDrafter, or the classification's cause
-// (family.ErrUnsupported for an unsupported model_type).
-func (r *Registry) Resolve(name string) (Record, error) {
+// Resolve finds the model a user names on the command line: "org/name"
+// (the snapshot refs/main points at), "org/name@rev" (a ref or a commit, or
+// its first 7+ hex digits), a directory path, or a short name
+// ("Qwen3-0.6B") that only one cached repo or local directory has. The
+// record comes back even when it cannot be served; the error then says
+// why: it wraps ErrNotFound (with the closest names), ErrAmbiguous,
+// ErrDrafter, or the classification's cause (family.ErrUnsupported for an
+// unsupported model_type).
+func (r *Registry) Resolve(name string) (Record, error) { return r.resolve(name, true) }
+
+// ResolveName is Resolve for names that come over the network: the cache
+// (a repo id, with a revision or not, or a short name), the built-in
+// entries and the registered local directories (by their exact name or
+// base name) only. A name is never joined to a path or looked up on disk,
+// and every name it does not know gets the same ErrNotFound message
+// (UnknownName's), so its answers tell nothing about the filesystem.
+func (r *Registry) ResolveName(name string) (Record, error) { return r.resolve(name, false) }
+
+// maxNameBytes is longer than any name Resolve can find ("org/name" is at
+// most 193 bytes, a revision a few hundred): a longer one is unknown at once.
+const maxNameBytes = 1024
+
+func (r *Registry) resolve(name string, paths bool) (Record, error) {
 	name = strings.TrimSpace(name)
 	if name == "" {
 		return Record{}, fmt.Errorf("%w: no model name given", ErrNotFound)
+	}
+	if len(name) > maxNameBytes {
+		return Record{}, r.notFound(name, paths)
 	}
 	for _, b := range r.builtin {
 		if name == b.ID {
@@ -128,7 +151,15 @@ func (r *Registry) Resolve(name string) (Record, error) {
 			return rec, rec.Err()
 		}
 	}
+	for _, d := range r.local {
+		if name == d { // a registered directory, by the name List gives it
+			return r.resolveDir(d)
+		}
+	}
 	if isPath(name) {
+		if !paths {
+			return Record{}, r.notFound(name, paths)
+		}
 		return r.resolveDir(name)
 	}
 	repo, rev, hasRev := strings.Cut(name, "@")
@@ -136,10 +167,12 @@ func (r *Registry) Resolve(name string) (Record, error) {
 		if rec, ok, err := r.resolveRepo(repo, rev, hasRev); ok {
 			return rec, err
 		}
-		if st, err := os.Stat(name); err == nil && st.IsDir() {
-			return r.resolveDir(name)
+		if paths {
+			if st, err := os.Stat(name); err == nil && st.IsDir() {
+				return r.resolveDir(name)
+			}
 		}
-		return Record{}, r.notFound(name)
+		return Record{}, r.notFound(name, paths)
 	}
 	// A short name: the part after "/" of one cached repo, or the base
 	// name of one local directory.
@@ -160,21 +193,23 @@ func (r *Registry) Resolve(name string) (Record, error) {
 	}
 	switch len(hits) {
 	case 0:
-		if st, err := os.Stat(name); err == nil && st.IsDir() {
-			return r.resolveDir(name)
+		if paths {
+			if st, err := os.Stat(name); err == nil && st.IsDir() {
+				return r.resolveDir(name)
+			}
 		}
-		return Record{}, r.notFound(name)
+		return Record{}, r.notFound(name, paths)
 	case 1:
 		if filepath.IsAbs(hits[0]) {
-			return r.resolveDir(hits[0])
+			return r.resolveDir(hits[0]) // a registered directory
 		}
 		rec, ok, err := r.resolveRepo(hits[0], rev, hasRev)
 		if !ok {
-			return Record{}, r.notFound(name)
+			return Record{}, r.notFound(name, paths)
 		}
 		return rec, err
 	}
-	return Record{}, fmt.Errorf("%w: %q matches %s; name one of them in full", ErrAmbiguous, name, strings.Join(hits, ", "))
+	return Record{}, fmt.Errorf("%w: %s matches %s; name one of them in full", ErrAmbiguous, QuoteName(name), strings.Join(hits, ", "))
 }
 
 // isPath reports whether name is written as a path rather than a repo id.
@@ -241,7 +276,7 @@ func (r *Registry) resolveRepo(repo, rev string, hasRev bool) (rec Record, ok bo
 		if len(pick) > 1 {
 			what = ErrAmbiguous
 		}
-		return Record{}, true, fmt.Errorf("%w: %s has no single revision %q (cached: %s)", what, repo, rev, strings.Join(revs, ", "))
+		return Record{}, true, fmt.Errorf("%w: %s has no single revision %s (cached: %s)", what, repo, QuoteName(rev), strings.Join(revs, ", "))
 	}
 	s := pick[0]
 	rec = classify(s.dir, repo, s.commit, s.refs, r.profiles)
@@ -264,19 +299,57 @@ func isHex(s string) bool {
 	return true
 }
 
-// notFound wraps ErrNotFound with the closest names on this machine.
-func (r *Registry) notFound(name string) error {
+// notFound wraps ErrNotFound with the closest names on this machine; for
+// the command line (paths) it names the cache directory too.
+func (r *Registry) notFound(name string, paths bool) error {
 	var names []string
-	if repos, err := scanCache(r.cache); err == nil {
-		names = append(names, repos...)
+	if len(name) <= maxNameShown && !isPath(name) { // a path is no typo of a repo id
+		if repos, err := scanCache(r.cache); err == nil {
+			names = append(names, repos...)
+		}
+		names = append(names, r.local...)
 	}
-	names = append(names, r.local...)
-	near := closest(name, names, 3)
-	msg := fmt.Sprintf("%q is not in %s", name, r.cache)
+	where := "the Hugging Face cache"
+	if paths {
+		where = r.cache
+	}
+	return unknown(name, where, closest(name, names, 3))
+}
+
+// UnknownName is the error ResolveName gives for a name it does not know,
+// for a caller that has no registry to ask.
+func UnknownName(name string) error { return unknown(name, "the Hugging Face cache", nil) }
+
+func unknown(name, where string, near []string) error {
+	msg := fmt.Sprintf("%s is not in %s", QuoteName(name), where)
 	if len(near) > 0 {
 		msg += " (did you mean " + strings.Join(near, ", ") + "?)"
 	}
 	return fmt.Errorf("%w: %s; run hearth pull org/name to download it", ErrNotFound, msg)
+}
+
+// maxNameShown is how much of a name a message repeats (see QuoteName).
+const maxNameShown = 200
+
+// QuoteName quotes name for a message: whole when its quoted text is at
+// most 200 bytes, else that much of it (cut at a character), an ellipsis
+// and the name's full length, so that no request can make an error as
+// long as itself.
+func QuoteName(name string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(name); {
+		_, size := utf8.DecodeRuneInString(name[i:])
+		piece := strconv.Quote(name[i : i+size]) // an invalid byte becomes \xNN
+		piece = piece[1 : len(piece)-1]
+		if b.Len()-1+len(piece) > maxNameShown {
+			return fmt.Sprintf("%s\"… (%d bytes)", b.String(), len(name))
+		}
+		b.WriteString(piece)
+		i += size
+	}
+	b.WriteByte('"')
+	return b.String()
 }
 
 // closest returns up to n of names nearest to name: those containing it

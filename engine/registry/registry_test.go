@@ -100,7 +100,7 @@ func TestList(t *testing.T) {
 		"acme/Truncated":                              {tier: "unsupported", family: "universal", quant: "f32", reason: "incomplete download", refs: "main"},
 		"acme/No-Config":                              {tier: "unsupported", reason: "no config.json", refs: "main"},
 		"acme/Interrupted":                            {tier: "unsupported", family: "universal", quant: "bf16", reason: "model.safetensors", refs: "main"},
-		"acme/Empty":                                  {tier: "unsupported", reason: "no snapshots"},
+		"acme/Empty":                                  {tier: "unsupported", reason: "no snapshots: an interrupted download (1 partial file); run hearth pull acme/Empty again to resume it"},
 		"acme/Tiny_assistant":                         {tier: "generic", family: "universal", quant: "f32", drafter: true, refs: "main"},
 		"acme/Eagle-Head":                             {tier: "generic", family: "universal", quant: "f32", drafter: true, refs: "main"},
 		"acme/GPTQ":                                   {tier: "unsupported", family: "universal", quant: "gptq", reason: "not MLX affine quantization", refs: "main"},
@@ -181,7 +181,7 @@ func TestResolve(t *testing.T) {
 		{"drafter by config", "Eagle-Head", "acme/Eagle-Head", commit("6"), ErrDrafter, ""},
 		{"unsupported model_type", "acme/Made-Up", "acme/Made-Up", commit("1"), family.ErrUnsupported, `"rwkv99"`},
 		{"truncated", "acme/Truncated", "acme/Truncated", commit("2"), errAny, "incomplete download"},
-		{"empty repo", "acme/Empty", "acme/Empty", "", errAny, "run hearth pull again"},
+		{"empty repo", "acme/Empty", "acme/Empty", "", ErrUnservable, "run hearth pull acme/Empty again to resume it"},
 		{"registered local by base name", "chat-tiny", local, "", nil, ""},
 		{"local path", local, local, "", nil, ""},
 		{"unregistered local path", filepath.Join(testmodels.Root(), "llama-f32"), filepath.Join(testmodels.Root(), "llama-f32"), "", nil, ""},
@@ -259,5 +259,52 @@ func TestClosest(t *testing.T) {
 		if got := strings.Join(closest(tt.in, names, 3), ", "); got != tt.want {
 			t.Errorf("closest(%q) = %q, want %q", tt.in, got, tt.want)
 		}
+	}
+}
+
+// TestResolveName: names from the network resolve in the cache, the
+// built-in entries and the registered directories only. A path, whether
+// it exists or not, is a file or a model directory, is an unknown name:
+// the same error as any other, which says nothing about the disk.
+func TestResolveName(t *testing.T) {
+	cache := buildCache(t)
+	local := filepath.Join(testmodels.Root(), "chat-tiny")
+	reg := New(cache, local).WithBuiltin(Builtin{ID: "hearth/starter", Dir: filepath.Join(testmodels.Root(), "qwen3-f32")})
+	for _, tt := range []struct{ in, wantID string }{
+		{"Qwen/Qwen3-Tiny", "Qwen/Qwen3-Tiny"},
+		{"Qwen/Qwen3-Tiny@v1", "Qwen/Qwen3-Tiny"},
+		{"qwen3-tiny-4BIT", "mlx-community/Qwen3-Tiny-4bit"},
+		{"hearth/starter", "hearth/starter"},
+		{local, local},
+		{"chat-tiny", local},
+	} {
+		if rec, err := reg.ResolveName(tt.in); err != nil || rec.ID != tt.wantID {
+			t.Errorf("ResolveName(%q) = %q, %v; want %q", tt.in, rec.ID, err, tt.wantID)
+		}
+	}
+
+	t.Chdir(testmodels.Root()) // relative names that are model directories here
+	file := filepath.Join(t.TempDir(), "bashrc")
+	mustWrite(t, file, []byte("x"))
+	for _, in := range []string{
+		"~/", "~/../etc", "~/.bashrc", "../../etc/passwd", "/etc/passwd", "/etc", "/root/.bashrc", "/", ".", "..", "./",
+		file, filepath.Dir(file), filepath.Join(file, "x"),
+		filepath.Join(testmodels.Root(), "llama-f32"), // a model directory that is not registered
+		"./qwen3-f32", "qwen3-f32", "../testmodels/qwen3-f32", "qwen3-f32/", "qwen3-f32/.", "llama-f32@main",
+		"nobody/nothing",
+		strings.Repeat("x", 100_000),
+	} {
+		rec, err := reg.ResolveName(in)
+		if !errors.Is(err, ErrNotFound) || rec.Dir != "" {
+			t.Errorf("ResolveName(%.40q) = %q, %v; want ErrNotFound", in, rec.Dir, err)
+			continue
+		}
+		if want := UnknownName(in).Error(); err.Error() != want {
+			t.Errorf("ResolveName(%.40q) error\n%.300s\nwant the same as every unknown name:\n%.300s", in, err, want)
+		}
+	}
+	// The command line still takes paths.
+	if rec, err := reg.Resolve("./qwen3-f32"); err != nil || rec.Dir != filepath.Join(testmodels.Root(), "qwen3-f32") {
+		t.Errorf("Resolve(./qwen3-f32) = %q, %v", rec.Dir, err)
 	}
 }
