@@ -59,7 +59,23 @@ type engineFlags struct {
 	queue     *int
 	maxModels *int
 	keepAlive *string
+	drain     *time.Duration // how long shutdown lets requests finish
+	bodyTime  *time.Duration // how long a client may take to send a body
 	rf        runnerFlags
+}
+
+// durationEnv is the duration in the variable name, or def when it is
+// unset.
+func (c *cli) durationEnv(name string, def time.Duration) (time.Duration, error) {
+	v := c.env.Getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s=%q is not a positive duration (such as 10s or 1m)", name, v)
+	}
+	return d, nil
 }
 
 func (c *cli) engineFlags(fs *flag.FlagSet) (*engineFlags, error) {
@@ -74,6 +90,14 @@ func (c *cli) engineFlags(fs *flag.FlagSet) (*engineFlags, error) {
 		}
 	}
 	keepAlive := cmp.Or(c.env.Getenv("HEARTH_KEEP_ALIVE"), pool.DefaultKeepAlive.String())
+	drain, err := c.durationEnv("HEARTH_DRAIN", web.DefaultDrain)
+	if err != nil {
+		return nil, err
+	}
+	bodyTimeout, err := c.durationEnv("HEARTH_BODY_TIMEOUT", web.DefaultBodyTimeout)
+	if err != nil {
+		return nil, err
+	}
 	return &engineFlags{
 		addr:      addr,
 		model:     fs.String("model", c.env.Getenv("HEARTH_MODEL"), "model to serve when a request names none: a Hugging Face repo id in the cache, or a checkpoint directory (env HEARTH_MODEL; default: the built-in model)"),
@@ -81,6 +105,8 @@ func (c *cli) engineFlags(fs *flag.FlagSet) (*engineFlags, error) {
 		queue:     fs.Int("queue", 64, "requests that may wait for the model; more get 429"),
 		maxModels: fs.Int("max-models", maxModels, "models kept loaded at once, memory permitting; loading one more unloads the least recently used idle one (env HEARTH_MAX_MODELS)"),
 		keepAlive: fs.String("keep-alive", keepAlive, "how long a model stays loaded after its last request: a duration (5m, 1h), seconds, 0 to unload at once, or negative to keep it (env HEARTH_KEEP_ALIVE); a request's keep_alive overrides it"),
+		drain:     fs.Duration("drain", drain, "on shutdown, how long requests may run to their end; streams still running then end with an error event (env HEARTH_DRAIN)"),
+		bodyTime:  fs.Duration("body-timeout", bodyTimeout, "how long a client may take to send a request body; a slower one gets 408 (env HEARTH_BODY_TIMEOUT)"),
 		rf:        c.runnerFlags(fs),
 	}, nil
 }
@@ -90,6 +116,14 @@ func (c *cli) engineFlags(fs *flag.FlagSet) (*engineFlags, error) {
 func (c *cli) newPool(f *engineFlags) (*pool.Pool, pool.Model, error) {
 	if *f.maxModels < 1 {
 		return nil, pool.Model{}, fmt.Errorf("--max-models %d: at least one model must fit", *f.maxModels)
+	}
+	// The server's times are checked here too: serve and menu both make
+	// their pool first, once the flags are parsed.
+	if *f.drain <= 0 {
+		return nil, pool.Model{}, fmt.Errorf("--drain %v: must be positive", *f.drain)
+	}
+	if *f.bodyTime <= 0 {
+		return nil, pool.Model{}, fmt.Errorf("--body-timeout %v: must be positive", *f.bodyTime)
 	}
 	keep, err := pool.ParseKeepAlive(*f.keepAlive)
 	if err != nil {
@@ -118,7 +152,13 @@ func (c *cli) newPool(f *engineFlags) (*pool.Pool, pool.Model, error) {
 
 // newServer makes the HTTP server over p.
 func (c *cli) newServer(f *engineFlags, p *pool.Pool, log *slog.Logger) *web.Server {
-	return web.New(web.Options{Pool: p, Origins: splitList(*f.origins), Version: version, Logger: log, Registry: c.registry(), ContextTokens: *f.rf.ctx, Pull: c.pullModel})
+	return web.New(c.serverOptions(f, p, log))
+}
+
+// serverOptions are the web server's settings from the flags.
+func (c *cli) serverOptions(f *engineFlags, p *pool.Pool, log *slog.Logger) web.Options {
+	return web.Options{Pool: p, Origins: splitList(*f.origins), Version: version, Logger: log, Registry: c.registry(),
+		ContextTokens: *f.rf.ctx, Pull: c.pullModel, Drain: *f.drain, BodyTimeout: *f.bodyTime}
 }
 
 func (c *cli) serve(args []string) error {
@@ -181,9 +221,8 @@ func (c *cli) serve(args []string) error {
 	case <-ctx.Done():
 	}
 	fmt.Fprintln(c.stderr, "hearth: shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+	// Shutdown drains for --drain, then stops what still runs.
+	if err := srv.Shutdown(context.Background()); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
 	return <-done

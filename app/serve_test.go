@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"hearth/web"
 )
 
 func TestEngineFlagErrors(t *testing.T) {
@@ -17,6 +19,10 @@ func TestEngineFlagErrors(t *testing.T) {
 		{"bad flag max models", nil, []string{"--max-models", "0"}, "--max-models 0"},
 		{"bad env keep-alive", mapEnv{"HEARTH_KEEP_ALIVE": "soon"}, nil, `--keep-alive: keep_alive "soon"`},
 		{"bad flag keep-alive", nil, []string{"--keep-alive", "5 minutes"}, `--keep-alive: keep_alive "5 minutes"`},
+		{"bad env drain", mapEnv{"HEARTH_DRAIN": "soon"}, nil, `HEARTH_DRAIN="soon"`},
+		{"bad flag drain", nil, []string{"--drain", "0s"}, "--drain 0s: must be positive"},
+		{"bad env body timeout", mapEnv{"HEARTH_BODY_TIMEOUT": "-1s"}, nil, `HEARTH_BODY_TIMEOUT="-1s"`},
+		{"bad flag body timeout", nil, []string{"--body-timeout", "-1s"}, "--body-timeout -1s: must be positive"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -28,6 +34,38 @@ func TestEngineFlagErrors(t *testing.T) {
 			err := c.run(append([]string{"serve", "--quiet"}, tt.args...))
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("serve %q = %v, want an error containing %q", tt.args, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestServerTimes checks that --drain and --body-timeout (and their
+// variables) reach the web server's Options.
+func TestServerTimes(t *testing.T) {
+	tests := []struct {
+		name               string
+		env                mapEnv
+		args               []string
+		drain, bodyTimeout time.Duration
+	}{
+		{"defaults", nil, nil, web.DefaultDrain, web.DefaultBodyTimeout},
+		{"env", mapEnv{"HEARTH_DRAIN": "3s", "HEARTH_BODY_TIMEOUT": "2m"}, nil, 3 * time.Second, 2 * time.Minute},
+		{"flags over env", mapEnv{"HEARTH_DRAIN": "3s"}, []string{"--drain", "250ms", "--body-timeout", "5s"}, 250 * time.Millisecond, 5 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, _, _ := newCLI(t, "", tt.env)
+			fs := c.flags("serve", "serve")
+			f, err := c.engineFlags(fs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := fs.Parse(tt.args); err != nil {
+				t.Fatal(err)
+			}
+			opt := c.serverOptions(f, nil, nil)
+			if opt.Drain != tt.drain || opt.BodyTimeout != tt.bodyTimeout {
+				t.Errorf("Drain, BodyTimeout = %v, %v, want %v, %v", opt.Drain, opt.BodyTimeout, tt.drain, tt.bodyTimeout)
 			}
 		})
 	}

@@ -210,6 +210,6 @@ func (s *Server) streamCompletion(c echo.Context, r generator, job *completionJo
 	}
 	return s.generate(c, r, job.req, answer{
 		kind: "completion stream", model: base.Model, emit: emit, finish: finish,
-		started: w.begun, fail: func(p problem) error { return w.data(errorBody(dialectOpenAI, p)) },
+		started: w.begun, fail: w.openAIError,
 	})
 }

@@ -54,10 +54,16 @@ func (a *answer) streaming() bool { return a.started != nil && a.started() }
 // answer with its status. Once a stream has started, a failure is written
 // in-band (unless the client left: a write error or the request's
 // cancelled context has already stopped the generation) and nil is
-// returned, as it is when the closing frames cannot be written.
+// returned, as it is when the closing frames cannot be written. A
+// generation stopped by Shutdown is a failure like any other
+// (errShuttingDown), and is logged with the tokens it had counted.
 func (s *Server) generate(c echo.Context, g generator, req engine.Request, a answer) error {
 	ctx := c.Request().Context()
 	u, err := g.Generate(ctx, req, a.emit)
+	stopped := err != nil && halted(ctx)
+	if stopped {
+		err = errShuttingDown
+	}
 	s.logGeneration(a.kind, a.model, u, err)
 	if err == nil && a.check != nil {
 		err = a.check(u)
@@ -66,7 +72,7 @@ func (s *Server) generate(c echo.Context, g generator, req engine.Request, a ans
 		if !a.streaming() {
 			return err
 		}
-		if ctx.Err() == nil && a.fail != nil {
+		if (ctx.Err() == nil || stopped) && a.fail != nil {
 			a.fail(classify(err))
 		}
 		return nil

@@ -96,10 +96,20 @@ func TestKeepAliveOverHTTP(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 
-	for _, bad := range []string{`"soon"`, `{}`, `true`, `1e999`} {
+	// Past what a duration holds (292 years) is a 400 whether it is
+	// written as a number or as a string; negative is forever, however
+	// large.
+	for _, bad := range []string{`"soon"`, `{}`, `true`, `1e999`, `1e30`, `"1e30"`, `9223372037`, `"3000000h"`} {
 		r := tokenize("chat-tiny", bad)
 		if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), "keep_alive") {
 			t.Errorf("keep_alive %s: %d %s, want 400 naming keep_alive", bad, r.Status, r.Body)
+		}
+	}
+	for _, forever := range []string{`-1e30`, `"-1e30"`, `-1`} {
+		if r := tokenize("chat-tiny", forever); r.Status != http.StatusOK {
+			t.Errorf("keep_alive %s: %d %s, want 200 (kept loaded)", forever, r.Status, r.Body)
+		} else if models := ts.psModels(t); len(models) != 1 || models[0]["expires_at"] != nil {
+			t.Errorf("keep_alive %s: /api/ps = %v, want chat-tiny with no expires_at", forever, models)
 		}
 	}
 }

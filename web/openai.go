@@ -263,7 +263,7 @@ func (s *Server) streamChat(c echo.Context, g generator, job *chatJob, base chat
 	}
 	return s.generate(c, g, job.req, answer{
 		kind: "chat stream", model: base.Model, emit: emit, check: job.checkJSON(&text), finish: finish,
-		started: w.begun, fail: func(p problem) error { return w.data(errorBody(dialectOpenAI, p)) },
+		started: w.begun, fail: w.openAIError,
 	})
 }
 

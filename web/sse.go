@@ -52,6 +52,15 @@ func (s *sse) event(name string, v any) error {
 // done writes OpenAI's terminating "data: [DONE]".
 func (s *sse) done() error { return s.raw("", []byte("[DONE]")) }
 
+// openAIError ends an OpenAI stream that failed midway: an error frame in
+// OpenAI's shape, then [DONE], so a client waiting for the end sees it.
+func (s *sse) openAIError(p problem) error {
+	if err := s.data(errorBody(dialectOpenAI, p)); err != nil {
+		return err
+	}
+	return s.done()
+}
+
 func (s *sse) raw(name string, data []byte) error {
 	s.start()
 	s.buf.Reset()

@@ -32,16 +32,17 @@ func ParseKeepAlive(s string) (time.Duration, error) {
 }
 
 // KeepAliveSeconds is a keep-alive given as a number of seconds (a JSON
-// number in a request).
+// number in a request). A number longer than a duration holds (292 years)
+// is an error, as the same length written as a duration is; negative
+// means Forever.
 func KeepAliveSeconds(f float64) (time.Duration, error) {
 	switch {
 	case math.IsNaN(f) || math.IsInf(f, 1):
 		return 0, fmt.Errorf("keep_alive %v: not a number of seconds", f)
 	case f < 0:
 		return Forever, nil
-	case f >= float64(math.MaxInt64)/float64(time.Second):
-		// Longer than time.Duration holds (292 years): as good as forever.
-		return Forever, nil
+	case f*float64(time.Second) >= math.MaxInt64: // float64(MaxInt64) is 2⁶³
+		return 0, fmt.Errorf("keep_alive %v: longer than the longest keep-alive, %v seconds (a negative value keeps the model loaded)", f, int64(math.MaxInt64/time.Second))
 	}
 	return time.Duration(f * float64(time.Second)), nil
 }

@@ -543,7 +543,7 @@ func TestParseKeepAlive(t *testing.T) {
 		{"-1", Forever},
 		{"-5m", Forever},
 		{" 10s ", 10 * time.Second},
-		{"1e30", Forever},
+		{"-1e30", Forever},
 	}
 	for _, tt := range tests {
 		got, err := ParseKeepAlive(tt.in)
@@ -551,7 +551,7 @@ func TestParseKeepAlive(t *testing.T) {
 			t.Errorf("ParseKeepAlive(%q) = %v, %v, want %v", tt.in, got, err, tt.want)
 		}
 	}
-	for _, bad := range []string{"", "soon", "5 minutes", "NaN", "inf"} {
+	for _, bad := range []string{"", "soon", "5 minutes", "NaN", "inf", "1e30", "9223372037", "3000000h"} {
 		if _, err := ParseKeepAlive(bad); err == nil || !strings.Contains(err.Error(), "keep_alive") {
 			t.Errorf("ParseKeepAlive(%q) error = %v, want one naming keep_alive", bad, err)
 		}
