@@ -4,41 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"hearth/engine/pool"
 	"hearth/engine/registry"
+	"hearth/internal/testmodels"
 )
-
-// chatTinyWithTemplate copies chat-tiny to a temporary directory with its
-// chat_template replaced.
-func chatTinyWithTemplate(t *testing.T, tmpl string) string {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "model")
-	if err := os.CopyFS(dir, os.DirFS(chatTiny().Dir)); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "tokenizer_config.json")
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cfg map[string]any
-	if err := json.Unmarshal(raw, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	cfg["chat_template"] = tmpl
-	if raw, err = json.Marshal(cfg); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, raw, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
 
 // TestTemplateLimits is issue 20's first two defects over HTTP: a model
 // whose chat template recurses without end, builds a gigantic string or
@@ -47,9 +19,9 @@ func chatTinyWithTemplate(t *testing.T, tmpl string) string {
 // next request.
 func TestTemplateLimits(t *testing.T) {
 	models := map[string]string{
-		"recursive-macro": chatTinyWithTemplate(t, "{% macro f(n) %}{{ f(n+1) }}{% endmacro %}{{ f(0) }}"),
-		"huge-repeat":     chatTinyWithTemplate(t, "{{ 'x' * 1000000000 }}"),
-		"nested-loops":    chatTinyWithTemplate(t, "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"),
+		"recursive-macro": testmodels.WithTemplate(t, "chat-tiny", "{% macro f(n) %}{{ f(n+1) }}{% endmacro %}{{ f(0) }}"),
+		"huge-repeat":     testmodels.WithTemplate(t, "chat-tiny", "{{ 'x' * 1000000000 }}"),
+		"nested-loops":    testmodels.WithTemplate(t, "chat-tiny", "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"),
 	}
 	ts := startServer(t, func(c *serverConfig) {
 		c.pool.Resolve = func(name string) (pool.Model, error) {

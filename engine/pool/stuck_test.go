@@ -4,13 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"hearth/engine"
 	"hearth/engine/registry"
+	"hearth/internal/testmodels"
 )
 
 // within runs f and fails the test if it has not returned after d: the
@@ -33,27 +32,8 @@ func within(t *testing.T, d time.Duration, what string, f func()) {
 // 10^10 times.
 func loopingModel(t *testing.T) Model {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "looping")
-	if err := os.CopyFS(dir, os.DirFS(tiny.Dir)); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "tokenizer_config.json")
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cfg map[string]any
-	if err := json.Unmarshal(raw, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	cfg["chat_template"] = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
-	if raw, err = json.Marshal(cfg); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, raw, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return Model{ID: "looping", Dir: dir}
+	loop := "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
+	return Model{ID: "looping", Dir: testmodels.WithTemplate(t, "chat-tiny", loop)}
 }
 
 // TestUnloadCancelledRequest is issue 20's pool defect: a request whose

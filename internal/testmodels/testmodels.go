@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"testing"
 )
 
 // Root is the absolute path of testdata/models.
@@ -83,4 +84,36 @@ func (m *Manifest) Find(name string) (Entry, bool) {
 		}
 	}
 	return Entry{}, false
+}
+
+// WithTemplate copies the model name (a folder of testdata/models) into a
+// temporary folder of t with its tokenizer_config.json chat_template
+// replaced by tmpl ("" removes it), and returns the folder.
+func WithTemplate(t testing.TB, name, tmpl string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), name)
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join(Root(), name))); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "tokenizer_config.json")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if tmpl == "" {
+		delete(cfg, "chat_template")
+	} else {
+		cfg["chat_template"] = tmpl
+	}
+	if raw, err = json.Marshal(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
