@@ -11,6 +11,7 @@ import (
 	"hearth/engine/backend/cpu"
 	"hearth/engine/cache"
 	"hearth/engine/config"
+	"hearth/engine/families"
 	"hearth/engine/family"
 	"hearth/engine/nn"
 	"hearth/engine/tensor"
@@ -56,7 +57,7 @@ func Load(dir string, opt Options) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", dir, err)
 	}
-	fam, err := Resolve(cfg)
+	fam, err := families.Resolve(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", dir, err)
 	}

@@ -10,9 +10,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"hearth/engine"
 	"hearth/engine/backend/cpu"
 	"hearth/engine/config"
+	"hearth/engine/families"
 	"hearth/engine/family"
 	"hearth/engine/nn"
 	"hearth/engine/sample"
@@ -34,7 +34,7 @@ func loadCPU(t testing.TB, dir string, opt cpu.Options) *cpuModel {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fam, err := engine.Resolve(cfg)
+	fam, err := families.Resolve(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,8 +15,8 @@ import (
 	"strings"
 	"time"
 
-	"hearth/engine"
 	"hearth/engine/config"
+	"hearth/engine/families"
 	"hearth/engine/family"
 	"hearth/engine/fit"
 	"hearth/engine/template"
@@ -144,7 +144,7 @@ func classify(dir, id, revision string, refs []string, profiles []ExactProfile) 
 		rec.Shape = fit.FromConfig(cfg, sum.Bytes)
 	}
 	rec.Quantization = quantLabel(cfg, sum)
-	fam, famErr := engine.Resolve(cfg)
+	fam, famErr := families.Resolve(cfg)
 	if famErr == nil {
 		rec.Family = fam.Name
 	}

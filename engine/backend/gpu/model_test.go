@@ -6,10 +6,10 @@ import (
 	"sync"
 	"testing"
 
-	"hearth/engine"
 	"hearth/engine/backend/gpu"
 	"hearth/engine/cache"
 	"hearth/engine/config"
+	"hearth/engine/families"
 	"hearth/engine/family"
 	"hearth/engine/nn"
 	"hearth/engine/tensor"
@@ -94,7 +94,7 @@ func load(dir string, backend tensor.Backend) (*model, error) {
 	if err != nil {
 		return nil, err
 	}
-	fam, err := engine.Resolve(cfg)
+	fam, err := families.Resolve(cfg)
 	if err != nil {
 		return nil, err
 	}

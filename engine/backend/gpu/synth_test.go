@@ -30,7 +30,7 @@ var (
 
 // writeSynth writes a random MLX-quantized (bits, group 64, BF16 scales)
 // Llama checkpoint of shape s into dir: config.json and model.safetensors
-// with the Hugging Face tensor names, so engine.Resolve and the universal
+// with the Hugging Face tensor names, so families.Resolve and the universal
 // family load it like a real one. The weights are random levels with a
 // small scale: fine for timing, meaningless as a model.
 func writeSynth(dir string, s llamaShape, bitsPer int) error {
