@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 )
 
 // StarterID is the name the starter model is served under.
@@ -22,7 +23,7 @@ const StarterID = "hearth/starter"
 // they need a real file; the directory name carries a hash of the contents,
 // so a new binary never reads an old model.
 func Starter(cacheRoot string) (string, error) {
-	sum, err := digest()
+	sum, err := starterDigest()
 	if err != nil {
 		return "", err
 	}
@@ -60,6 +61,10 @@ func Starter(cacheRoot string) (string, error) {
 	}
 	return dir, nil
 }
+
+// starterDigest is digest, computed once per process: the app resolves the
+// starter at every registry it builds, and hashing 24 MB each time showed.
+var starterDigest = sync.OnceValues(digest)
 
 // digest hashes the embedded files (names and contents).
 func digest() (string, error) {
