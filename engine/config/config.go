@@ -159,18 +159,29 @@ func Parse(configJSON, generationJSON []byte) (*Config, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
+	// The upper bounds are far past any real checkpoint (Llama 3.1 405B:
+	// 126 layers, 128 heads, hidden 16384; Gemma: 262144 tokens) and keep
+	// a hostile config from sizing per-layer or per-token tables by them.
 	for _, k := range []struct {
-		key string
-		v   int
-	}{{"hidden_size", c.HiddenSize}, {"num_hidden_layers", c.NumHiddenLayers}, {"num_attention_heads", c.NumAttentionHeads}, {"vocab_size", c.VocabSize}} {
-		if k.v <= 0 {
-			return nil, fmt.Errorf("%q must be a positive integer, got %d", k.key, k.v)
+		key    string
+		v, max int
+	}{
+		{"hidden_size", c.HiddenSize, 1 << 20},
+		{"num_hidden_layers", c.NumHiddenLayers, 4096},
+		{"num_attention_heads", c.NumAttentionHeads, 1 << 16},
+		{"vocab_size", c.VocabSize, 1 << 26},
+	} {
+		if k.v <= 0 || k.v > k.max {
+			return nil, fmt.Errorf("%q must be a positive integer up to %d, got %d", k.key, k.max, k.v)
 		}
 	}
 	if c.NumKeyValueHeads <= 0 || c.NumAttentionHeads%c.NumKeyValueHeads != 0 {
 		return nil, fmt.Errorf(`"num_key_value_heads" %d must divide "num_attention_heads" %d`, c.NumKeyValueHeads, c.NumAttentionHeads)
 	}
 	c.HeadDim = r.int("head_dim", 0)
+	if c.HeadDim > 1<<16 {
+		return nil, fmt.Errorf(`"head_dim" must be at most %d, got %d`, 1<<16, c.HeadDim)
+	}
 	if c.HeadDim <= 0 {
 		if c.HiddenSize%c.NumAttentionHeads != 0 {
 			return nil, fmt.Errorf(`no "head_dim", and "hidden_size" %d is not a multiple of "num_attention_heads" %d`, c.HiddenSize, c.NumAttentionHeads)

@@ -299,11 +299,13 @@ func applyPostProcessor(raw []byte, t *Tokenizer, inner []templatePart) ([]templ
 		return inner, nil
 	case "TemplateProcessing":
 		var out []templatePart
+		seqs := 0
 		for i, item := range c.Single {
 			if seq, ok := item["Sequence"]; ok {
 				if seq.ID != "A" {
 					return nil, fmt.Errorf("TemplateProcessing: single[%d] is sequence %q, want \"A\"", i, seq.ID)
 				}
+				seqs++
 				out = append(out, inner...)
 				continue
 			}
@@ -316,6 +318,11 @@ func applyPostProcessor(raw []byte, t *Tokenizer, inner []templatePart) ([]templ
 				return nil, fmt.Errorf("TemplateProcessing: special token %q is not in special_tokens", sp.ID)
 			}
 			out = append(out, templatePart{ids: append([]int32{}, st.IDs...)})
+		}
+		if seqs != 1 {
+			// A template without the text (or with it twice) would drop or
+			// repeat the prompt; transformers' files always have it once.
+			return nil, fmt.Errorf("TemplateProcessing: single has the sequence %d times, want once", seqs)
 		}
 		return out, nil
 	case "BertProcessing", "RobertaProcessing":
