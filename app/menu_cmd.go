@@ -17,7 +17,6 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
-	"time"
 
 	"hearth/engine/fit"
 	"hearth/engine/pool"
@@ -96,9 +95,7 @@ func (c *cli) menu(args []string) error {
 	cleanup := func() {
 		once.Do(func() {
 			if srv != nil {
-				sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				defer cancel()
-				srv.Shutdown(sctx)
+				srv.Shutdown(context.Background()) // drains for --drain, as serve does
 			}
 			p.Close()
 		})
