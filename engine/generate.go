@@ -65,7 +65,7 @@ func (r *Runner) prompt(ctx context.Context, req *Request) ([]int32, error) {
 	switch {
 	case req.Messages != nil:
 		if r.tmpl == nil {
-			return nil, &RequestError{fmt.Errorf("model %q has no chat template; use /v1/completions", r.id)}
+			return nil, &RequestError{fmt.Errorf("model %q has no chat template; send a prompt, not messages", r.id)}
 		}
 		opt := template.Options{Tools: req.Tools, AddGenerationPrompt: true, Extra: req.TemplateKwargs}
 		if raw, ok := req.TemplateKwargs["enable_thinking"]; ok {

@@ -211,7 +211,16 @@ func (e *ContextError) Error() string {
 	if e.PromptTokens >= e.ContextTokens {
 		return fmt.Sprintf("the prompt is %d tokens, but the model's context is %d tokens", e.PromptTokens, e.ContextTokens)
 	}
-	return fmt.Sprintf("the prompt (%d tokens) plus max_tokens (%d) exceeds the model's context of %d tokens", e.PromptTokens, e.MaxTokens, e.ContextTokens)
+	return e.Message("the tokens to generate")
+}
+
+// Message is Error with the limit on generated tokens named as the caller's
+// API names it ("max_tokens", "num_predict").
+func (e *ContextError) Message(maxTokensName string) string {
+	if e.AtLeast || e.PromptTokens >= e.ContextTokens {
+		return e.Error()
+	}
+	return fmt.Sprintf("the prompt (%d tokens) plus %s (%d) exceeds the model's context of %d tokens", e.PromptTokens, maxTokensName, e.MaxTokens, e.ContextTokens)
 }
 
 // RequestError is a request the model cannot serve as asked (a bad

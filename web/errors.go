@@ -61,7 +61,7 @@ func classify(err error) problem {
 	case errors.As(err, &ae):
 		return problem{Status: ae.status, Param: ae.param, Code: ae.code, Message: ae.msg}
 	case errors.As(err, &ce):
-		return problem{Status: http.StatusBadRequest, Param: "messages", Code: "context_length_exceeded", Message: ce.Error()}
+		return problem{Status: http.StatusBadRequest, Param: "messages", Code: "context_length_exceeded", Message: ce.Message("max_tokens")}
 	case errors.As(err, &te):
 		// The model's template failed on this request: it raised, or ran
 		// past a render limit (named in the message).

@@ -80,9 +80,7 @@ func (s *Server) ollama(c echo.Context, parse func([]byte) (*ollamaJob, error)) 
 	err = s.answerOllama(c, r, job, ollamaBase{model: r.Info().ID, start: start, load: time.Since(loading)})
 	var ce *engine.ContextError
 	if errors.As(err, &ce) && ce.MaxTokens > 0 {
-		// The engine's message names OpenAI's max_tokens.
-		msg := strings.Replace(ce.Error(), "max_tokens", "num_predict", 1)
-		return &apiError{status: http.StatusBadRequest, param: "options.num_predict", code: "context_length_exceeded", msg: msg}
+		return &apiError{status: http.StatusBadRequest, param: "options.num_predict", code: "context_length_exceeded", msg: ce.Message("num_predict")}
 	}
 	return err
 }
