@@ -14,52 +14,6 @@ import (
 	"hearth/engine/toolcall"
 )
 
-// Request is one generation request. Exactly one of Messages (chat),
-// Prompt (text completion) or PromptIDs (token completion) is set.
-type Request struct {
-	Messages json.RawMessage // OpenAI-shaped messages, verbatim
-	Tools    json.RawMessage // OpenAI-shaped tools, verbatim; enables tool-call parsing
-	// TemplateKwargs are extra chat-template variables (enable_thinking, …).
-	TemplateKwargs map[string]json.RawMessage
-
-	Prompt    string
-	PromptIDs []int32
-
-	MaxTokens   int // 0 = until the context is full
-	Stop        []string
-	Sample      sample.Options
-	Logprobs    bool
-	TopLogprobs int
-}
-
-// Delta is a piece of the answer. Content is text safe to show (never half
-// a UTF-8 character, never the start of a stop string or a tool call).
-type Delta struct {
-	Content   string
-	ToolCalls []toolcall.Call
-	Logprobs  []TokenLogprob
-}
-
-// TokenLogprob is one generated token with its log-probability and the most
-// likely alternatives.
-type TokenLogprob struct {
-	Token   string
-	ID      int32
-	Logprob float32
-	Top     []TokenLogprob
-}
-
-// Usage is what a finished request cost and why it ended.
-type Usage struct {
-	PromptTokens     int
-	CompletionTokens int
-	FinishReason     string // "stop", "length" or "tool_calls"
-	StopSequence     string // the stop string that ended the answer, if one did
-	TimeToFirstToken time.Duration
-	PrefillDuration  time.Duration
-	DecodeDuration   time.Duration
-}
-
 // prompt turns the request into token ids.
 func (r *Runner) prompt(ctx context.Context, req *Request) ([]int32, error) {
 	switch {
@@ -156,54 +110,25 @@ func (r *Runner) run(j *job) (Usage, error) {
 	}
 	defer seq.Close()
 
-	// Plain greedy decoding needs only each step's best id, so the backend
-	// picks it and the logits stay on the device (where the backend queues
-	// work, one step ahead of this loop: Greedy); logprobs and penalties
-	// need the logits here.
-	onDevice := req.Sample.PlainGreedy() && !req.Logprobs
-	var logits []float32
-	var greedy *Greedy
-	if onDevice {
-		if greedy, err = seq.Greedy(j.ctx, ids); err != nil {
-			return u, err
-		}
-		defer greedy.Close()
-	} else {
-		if logits, err = seq.Forward(j.ctx, ids, false); err != nil {
-			return u, err
-		}
-		u.PrefillDuration = time.Since(start)
+	dec, err := r.newDecoder(j.ctx, seq, req, ids)
+	if err != nil {
+		return u, err
 	}
+	defer dec.close()
 	out := newTextOut(r, req, j)
-	sampler := sample.New(req.Sample, ids)
-	decodeStart := time.Now()
+	var decodeStart time.Time
 	u.FinishReason = "length"
 	for n := 0; n < maxNew; n++ {
-		var raw []float32
-		if req.Logprobs {
-			raw = append([]float32(nil), logits...) // before penalties
+		id, lp, err := dec.next(n+1 < maxNew)
+		if err != nil {
+			return u, err
 		}
-		var id int32
-		if onDevice {
-			if id, err = greedy.Next(n+1 < maxNew); err != nil {
-				return u, err
-			}
-			if n == 0 {
-				u.PrefillDuration = time.Since(start)
-				decodeStart = time.Now()
-			}
-		} else {
-			id = sampler.Sample(logits)
-		}
-		var lp *TokenLogprob
-		if raw != nil {
-			lp = r.logprob(sample.LogSoftmax(raw, id, req.TopLogprobs))
-		}
-		sampler.Accept(id)
 		u.CompletionTokens++
 		j.completionTokens.Add(1)
 		if n == 0 {
 			u.TimeToFirstToken = time.Since(start)
+			decodeStart = dec.prefilled()
+			u.PrefillDuration = decodeStart.Sub(start)
 		}
 		if r.eos[id] {
 			u.FinishReason = "stop"
@@ -219,12 +144,6 @@ func (r *Runner) run(j *job) (Usage, error) {
 		if stopped != "" {
 			u.FinishReason, u.StopSequence = "stop", stopped
 			break
-		}
-		if n+1 == maxNew || onDevice {
-			continue
-		}
-		if logits, err = seq.Forward(j.ctx, []int32{id}, false); err != nil {
-			return u, err
 		}
 	}
 	u.DecodeDuration = time.Since(decodeStart)

@@ -1,0 +1,99 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"hearth/engine/sample"
+)
+
+// decoder is the decode-step seam: the generation loop (Runner.run) asks it
+// for one token at a time and knows nothing of how the token is found.
+// Plain greedy decoding on the backend (deviceGreedy) and sampling on the
+// host (hostSampler) implement it; batched decoding and speculative
+// verification are to be more implementations (docs/design/decode-step.md).
+type decoder interface {
+	// next returns the next token and, when the request asked for them,
+	// its logprobs. more says whether another call may follow, so an
+	// implementation that works ahead knows when to stop.
+	next(more bool) (int32, *TokenLogprob, error)
+	// prefilled is when the prompt's forward pass ended: known once next
+	// has returned the first token.
+	prefilled() time.Time
+	close()
+}
+
+// newDecoder starts decoding prompt on seq the way req needs: the backend
+// picks each token of a plain greedy request without logprobs (the logits
+// stay on the device), the host samples every other one.
+func (r *Runner) newDecoder(ctx context.Context, seq *Sequence, req *Request, prompt []int32) (decoder, error) {
+	if req.Sample.PlainGreedy() && !req.Logprobs {
+		g, err := seq.Greedy(ctx, prompt)
+		if err != nil {
+			return nil, err
+		}
+		return &deviceGreedy{g: g}, nil
+	}
+	logits, err := seq.Forward(ctx, prompt, false)
+	if err != nil {
+		return nil, err
+	}
+	return &hostSampler{r: r, ctx: ctx, seq: seq, req: req, sampler: sample.New(req.Sample, prompt),
+		logits: logits, last: -1, done: time.Now()}, nil
+}
+
+// deviceGreedy is plain greedy decoding on the backend, which queues each
+// step one ahead of the loop (Greedy).
+type deviceGreedy struct {
+	g    *Greedy
+	done time.Time
+}
+
+func (d *deviceGreedy) next(more bool) (int32, *TokenLogprob, error) {
+	id, err := d.g.Next(more)
+	if d.done.IsZero() {
+		d.done = time.Now() // the first id waited for the prompt's pass
+	}
+	return id, nil, err
+}
+
+func (d *deviceGreedy) prefilled() time.Time { return d.done }
+func (d *deviceGreedy) close()               { d.g.Close() }
+
+// hostSampler reads each step's logits back and samples on the host, with
+// penalties and logprobs. The forward pass of a token runs only when the
+// loop asks for the token after it.
+type hostSampler struct {
+	r       *Runner
+	ctx     context.Context
+	seq     *Sequence
+	req     *Request
+	sampler *sample.Sampler
+	logits  []float32 // for the next token
+	last    int32     // the token whose pass is still to run; -1 when none
+	done    time.Time
+}
+
+func (h *hostSampler) next(bool) (int32, *TokenLogprob, error) {
+	if h.last >= 0 {
+		var err error
+		if h.logits, err = h.seq.Forward(h.ctx, []int32{h.last}, false); err != nil {
+			return 0, nil, err
+		}
+	}
+	var raw []float32
+	if h.req.Logprobs {
+		raw = append([]float32(nil), h.logits...) // before penalties
+	}
+	id := h.sampler.Sample(h.logits)
+	var lp *TokenLogprob
+	if raw != nil {
+		lp = h.r.logprob(sample.LogSoftmax(raw, id, h.req.TopLogprobs))
+	}
+	h.sampler.Accept(id)
+	h.last = id
+	return id, lp, nil
+}
+
+func (h *hostSampler) prefilled() time.Time { return h.done }
+func (h *hostSampler) close()               {}

@@ -1,0 +1,55 @@
+package engine
+
+import (
+	"encoding/json"
+	"time"
+
+	"hearth/engine/sample"
+	"hearth/engine/toolcall"
+)
+
+// Request is one generation request. Exactly one of Messages (chat),
+// Prompt (text completion) or PromptIDs (token completion) is set.
+type Request struct {
+	Messages json.RawMessage // OpenAI-shaped messages, verbatim
+	Tools    json.RawMessage // OpenAI-shaped tools, verbatim; enables tool-call parsing
+	// TemplateKwargs are extra chat-template variables (enable_thinking, …).
+	TemplateKwargs map[string]json.RawMessage
+
+	Prompt    string
+	PromptIDs []int32
+
+	MaxTokens   int // 0 = until the context is full
+	Stop        []string
+	Sample      sample.Options
+	Logprobs    bool
+	TopLogprobs int
+}
+
+// Delta is a piece of the answer. Content is text safe to show (never half
+// a UTF-8 character, never the start of a stop string or a tool call).
+type Delta struct {
+	Content   string
+	ToolCalls []toolcall.Call
+	Logprobs  []TokenLogprob
+}
+
+// TokenLogprob is one generated token with its log-probability and the most
+// likely alternatives.
+type TokenLogprob struct {
+	Token   string
+	ID      int32
+	Logprob float32
+	Top     []TokenLogprob
+}
+
+// Usage is what a finished request cost and why it ended.
+type Usage struct {
+	PromptTokens     int
+	CompletionTokens int
+	FinishReason     string // "stop", "length" or "tool_calls"
+	StopSequence     string // the stop string that ended the answer, if one did
+	TimeToFirstToken time.Duration
+	PrefillDuration  time.Duration
+	DecodeDuration   time.Duration
+}
