@@ -25,10 +25,8 @@ type messagesRequest struct {
 
 // messagesJob is a validated Messages request.
 type messagesJob struct {
-	model    string
-	sampling sampling // applied with the model\'s defaults once it is known
-	req      engine.Request
-	stream   bool
+	target
+	stream bool
 }
 
 // block is one Anthropic content block (the fields of every kind we read).
@@ -73,7 +71,7 @@ func parseMessages(body []byte) (*messagesJob, error) {
 	if err != nil {
 		return nil, err
 	}
-	job := &messagesJob{model: in.Model, stream: in.Stream}
+	job := &messagesJob{target: target{model: in.Model}, stream: in.Stream}
 	job.sampling = sampling{params: p, maxTemp: 1}
 	job.req = engine.Request{Messages: msgs, MaxTokens: *in.MaxTokens, Stop: stops, Sample: opt}
 	useTools := true

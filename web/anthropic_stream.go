@@ -116,22 +116,10 @@ func toolUseBlock(c toolcall.Call) contentBlock {
 
 // messages serves POST /v1/messages.
 func (s *Server) messages(c echo.Context) error {
-	body, err := readBody(c)
-	if err != nil {
-		return err
-	}
-	job, err := parseMessages(body)
-	if err != nil {
-		return err
-	}
-	r, release, err := s.runnerFor(c, job.model, nil, job.sampling, &job.req)
-	if err != nil {
-		return err
-	}
-	defer release()
-	info := r.Info()
-	msg := messageBody{ID: newID("msg_"), Type: "message", Role: "assistant", Model: info.ID, Content: []contentBlock{}}
-	return s.answerMessages(c, r, job, msg)
+	return serveGeneration(s, c, parseMessages, func(r *engine.Runner, job *messagesJob) error {
+		msg := messageBody{ID: newID("msg_"), Type: "message", Role: "assistant", Model: r.Info().ID, Content: []contentBlock{}}
+		return s.answerMessages(c, r, job, msg)
+	})
 }
 
 // answerMessages generates the answer and writes it, streamed or whole.

@@ -27,9 +27,7 @@ type completionRequest struct {
 
 // completionJob is a validated completion request.
 type completionJob struct {
-	model        string
-	sampling     sampling // applied with the model\'s defaults once it is known
-	req          engine.Request
+	target
 	stream       bool
 	includeUsage bool
 	logprobs     bool // the client asked for logprobs
@@ -55,7 +53,7 @@ func parseCompletion(body []byte) (*completionJob, error) {
 	case in.BestOf != nil && *in.BestOf != 1:
 		return nil, badRequest("best_of", "best_of: only 1 is supported, got %d", *in.BestOf)
 	}
-	job := &completionJob{model: in.Model, stream: in.Stream, includeUsage: in.includeUsage(), tokenIDs: in.ReturnTokenIDs}
+	job := &completionJob{target: target{model: in.Model}, stream: in.Stream, includeUsage: in.includeUsage(), tokenIDs: in.ReturnTokenIDs}
 	job.sampling = sampling{params: in.samplingParams, maxTemp: 2}
 	job.req = engine.Request{MaxTokens: maxTokens, Stop: stops, Sample: opt}
 	if err := parsePrompt(in.Prompt, &job.req); err != nil {
@@ -120,19 +118,14 @@ func parsePrompt(raw json.RawMessage, req *engine.Request) error {
 
 // completions serves POST /v1/completions.
 func (s *Server) completions(c echo.Context) error {
-	body, err := readBody(c)
-	if err != nil {
-		return err
-	}
-	job, err := parseCompletion(body)
-	if err != nil {
-		return err
-	}
-	r, release, err := s.runnerFor(c, job.model, nil, job.sampling, &job.req)
-	if err != nil {
-		return err
-	}
-	defer release()
+	return serveGeneration(s, c, parseCompletion, func(r *engine.Runner, job *completionJob) error {
+		return s.answerCompletion(c, r, job)
+	})
+}
+
+// answerCompletion generates the completion and writes it, streamed or
+// whole.
+func (s *Server) answerCompletion(c echo.Context, r *engine.Runner, job *completionJob) error {
 	base := completionResponse{ID: newID("cmpl-"), Object: "text_completion", Created: time.Now().Unix(), Model: r.Info().ID, SystemFingerprint: s.fingerprint()}
 	if job.stream {
 		return s.streamCompletion(c, r, job, base)

@@ -8,6 +8,54 @@ import (
 	"hearth/engine"
 )
 
+// target is what a parsed generation request names, whatever its API:
+// every route's job embeds it.
+type target struct {
+	model    string
+	keep     *time.Duration // the request's keep_alive; nil = the server's
+	sampling sampling       // applied with the model's defaults once it is known
+	req      engine.Request
+	// loadTime is how long getting the runner took (serveGeneration sets
+	// it; Ollama reports it).
+	loadTime time.Duration
+}
+
+func (t *target) generation() *target { return t }
+
+// generationJob is a parsed request of one of the generation routes.
+type generationJob interface {
+	// generation is the job's target, or nil when the job needs no
+	// runner (an Ollama load request, which answer handles alone).
+	generation() *target
+}
+
+// serveGeneration is the prologue every generation route shares: read the
+// body, parse it, get the runner of the model it names (loading it if
+// needed), answer, and release the runner. Each route keeps its parse and
+// its answer.
+func serveGeneration[J generationJob](s *Server, c echo.Context, parse func([]byte) (J, error), answer func(*engine.Runner, J) error) error {
+	body, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	job, err := parse(body)
+	if err != nil {
+		return err
+	}
+	t := job.generation()
+	if t == nil {
+		return answer(nil, job)
+	}
+	start := time.Now()
+	r, release, err := s.runnerFor(c, t.model, t.keep, t.sampling, &t.req)
+	if err != nil {
+		return err
+	}
+	defer release()
+	t.loadTime = time.Since(start)
+	return answer(r, job)
+}
+
 // runnerFor gets the model a request names (loading it if needed, kept
 // for keep, nil meaning the server's keep-alive) and fills req's sampling
 // from the request's fields and the model's defaults. Tools offered to a

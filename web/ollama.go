@@ -3,7 +3,6 @@ package web
 import (
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"hearth/engine"
 )
@@ -60,12 +59,9 @@ type ollamaGenerateRequest struct {
 
 // ollamaJob is a validated /api/chat or /api/generate request.
 type ollamaJob struct {
-	model    string
-	keep     *time.Duration // the request's keep_alive; nil = the server's
-	sampling sampling       // applied with the model's defaults once it is known
-	req      engine.Request
-	stream   bool
-	chat     bool // /api/chat: the answer is a message, not a response string
+	target
+	stream bool
+	chat   bool // /api/chat: the answer is a message, not a response string
 	// load is Ollama's load request (no messages, or an empty prompt):
 	// load the model, or with keep_alive 0 unload it, and generate nothing.
 	load bool
@@ -81,7 +77,7 @@ func (in *ollamaCommon) job(chat bool) (*ollamaJob, error) {
 	if err != nil {
 		return nil, err
 	}
-	job := &ollamaJob{model: in.Model, keep: keep, stream: in.Stream == nil || *in.Stream, chat: chat}
+	job := &ollamaJob{target: target{model: in.Model, keep: keep}, stream: in.Stream == nil || *in.Stream, chat: chat}
 	o := in.Options
 	p := samplingParams{Temperature: o.Temperature, TopP: o.TopP, TopK: o.TopK, MinP: o.MinP,
 		RepetitionPenalty: o.RepeatPenalty, PresencePenalty: o.PresencePenalty, FrequencyPenalty: o.FrequencyPenalty}

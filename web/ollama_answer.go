@@ -60,24 +60,27 @@ func (s *Server) ollamaGenerate(c echo.Context) error { return s.ollama(c, parse
 
 func (s *Server) ollama(c echo.Context, parse func([]byte) (*ollamaJob, error)) error {
 	start := time.Now()
-	body, err := readBody(c)
-	if err != nil {
-		return err
+	return serveGeneration(s, c, parse, func(r *engine.Runner, job *ollamaJob) error {
+		if job.load {
+			return s.ollamaLoad(c, job)
+		}
+		return s.answerOllamaRun(c, r, job, ollamaBase{model: r.Info().ID, start: start, load: job.loadTime})
+	})
+}
+
+// generation is the job's target; a load request needs none (ollamaLoad
+// gets or unloads the model itself).
+func (j *ollamaJob) generation() *target {
+	if j.load {
+		return nil
 	}
-	job, err := parse(body)
-	if err != nil {
-		return err
-	}
-	if job.load {
-		return s.ollamaLoad(c, job)
-	}
-	loading := time.Now()
-	r, release, err := s.runnerFor(c, job.model, job.keep, job.sampling, &job.req)
-	if err != nil {
-		return err
-	}
-	defer release()
-	err = s.answerOllama(c, r, job, ollamaBase{model: r.Info().ID, start: start, load: time.Since(loading)})
+	return &j.target
+}
+
+// answerOllamaRun is answerOllama with the context error worded in
+// Ollama's terms (num_predict).
+func (s *Server) answerOllamaRun(c echo.Context, r *engine.Runner, job *ollamaJob, base ollamaBase) error {
+	err := s.answerOllama(c, r, job, base)
 	var ce *engine.ContextError
 	if errors.As(err, &ce) && ce.MaxTokens > 0 {
 		return &apiError{status: http.StatusBadRequest, param: "options.num_predict", code: "context_length_exceeded", msg: ce.Message("num_predict")}

@@ -31,9 +31,7 @@ type responseFormat struct {
 
 // chatJob is a validated chat request.
 type chatJob struct {
-	model        string
-	sampling     sampling // applied with the model\'s defaults once it is known
-	req          engine.Request
+	target
 	stream       bool
 	includeUsage bool
 	jsonObject   bool // response_format json_object: validated after generation
@@ -60,7 +58,7 @@ func parseChat(body []byte) (*chatJob, error) {
 	if err != nil {
 		return nil, err
 	}
-	job := &chatJob{model: in.Model, stream: in.Stream, includeUsage: in.includeUsage()}
+	job := &chatJob{target: target{model: in.Model}, stream: in.Stream, includeUsage: in.includeUsage()}
 	job.sampling = sampling{params: in.samplingParams, maxTemp: 2}
 	job.req = engine.Request{Messages: msgs, MaxTokens: maxTokens, Stop: stops, Sample: opt, TemplateKwargs: in.ChatTemplateKwargs}
 	if in.Logprobs != nil && *in.Logprobs {
@@ -133,21 +131,10 @@ func toolChoice(raw json.RawMessage) (bool, error) {
 
 // chat serves POST /v1/chat/completions.
 func (s *Server) chat(c echo.Context) error {
-	body, err := readBody(c)
-	if err != nil {
-		return err
-	}
-	job, err := parseChat(body)
-	if err != nil {
-		return err
-	}
-	r, release, err := s.runnerFor(c, job.model, nil, job.sampling, &job.req)
-	if err != nil {
-		return err
-	}
-	defer release()
-	base := chatChunk{ID: newID("chatcmpl-"), Object: "chat.completion.chunk", Created: time.Now().Unix(), Model: r.Info().ID, SystemFingerprint: s.fingerprint()}
-	return s.answerChat(c, r, job, base)
+	return serveGeneration(s, c, parseChat, func(r *engine.Runner, job *chatJob) error {
+		base := chatChunk{ID: newID("chatcmpl-"), Object: "chat.completion.chunk", Created: time.Now().Unix(), Model: r.Info().ID, SystemFingerprint: s.fingerprint()}
+		return s.answerChat(c, r, job, base)
+	})
 }
 
 // answerChat generates the answer and writes it, streamed or whole.
