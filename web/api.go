@@ -98,7 +98,7 @@ func keepAliveOf(raw json.RawMessage) (*time.Duration, error) {
 
 // tokenize serves POST /api/tokenize: the ids the model's tokenizer makes
 // of text (what /v1/completions counts as prompt_tokens for a string
-// prompt, with add_special_tokens true).
+// prompt, with add_special_tokens true). It loads no model (Pool.Tokenizer).
 func (s *Server) tokenize(c echo.Context) error {
 	body, err := readBody(c)
 	if err != nil {
@@ -108,21 +108,19 @@ func (s *Server) tokenize(c echo.Context) error {
 	if err := decodeJSON(body, &in); err != nil {
 		return err
 	}
-	keep, err := keepAliveOf(in.KeepAlive)
+	if _, err := keepAliveOf(in.KeepAlive); err != nil {
+		return err // accepted for Ollama's shape; counting loads no model
+	}
+	tok, id, err := s.pool.Tokenizer(in.Model)
 	if err != nil {
 		return err
 	}
-	r, release, err := s.pool.Acquire(c.Request().Context(), in.Model, keep)
-	if err != nil {
-		return err
-	}
-	defer release()
 	add := in.AddSpecialTokens == nil || *in.AddSpecialTokens
-	ids := r.Tokenizer().Encode(in.Text, add)
+	ids := tok.Encode(in.Text, add)
 	if ids == nil {
 		ids = []int32{}
 	}
-	return c.JSON(http.StatusOK, map[string]any{"model": r.Info().ID, "tokens": ids})
+	return c.JSON(http.StatusOK, map[string]any{"model": id, "tokens": ids})
 }
 
 // detokenizeRequest is POST /api/detokenize.
@@ -143,16 +141,13 @@ func (s *Server) detokenize(c echo.Context) error {
 	if err := decodeJSON(body, &in); err != nil {
 		return err
 	}
-	keep, err := keepAliveOf(in.KeepAlive)
+	if _, err := keepAliveOf(in.KeepAlive); err != nil {
+		return err
+	}
+	tok, id, err := s.pool.Tokenizer(in.Model)
 	if err != nil {
 		return err
 	}
-	r, release, err := s.pool.Acquire(c.Request().Context(), in.Model, keep)
-	if err != nil {
-		return err
-	}
-	defer release()
-	tok := r.Tokenizer()
 	ids := make([]int32, len(in.Tokens))
 	for i, id := range in.Tokens {
 		if id < 0 || id >= int64(tok.VocabSize()) {
@@ -160,7 +155,7 @@ func (s *Server) detokenize(c echo.Context) error {
 		}
 		ids[i] = int32(id)
 	}
-	return c.JSON(http.StatusOK, map[string]any{"model": r.Info().ID, "text": tok.Decode(ids, in.SkipSpecialTokens)})
+	return c.JSON(http.StatusOK, map[string]any{"model": id, "text": tok.Decode(ids, in.SkipSpecialTokens)})
 }
 
 // logGeneration logs one finished (or failed) generation.

@@ -43,6 +43,11 @@ func TestTokenizeRoundTrip(t *testing.T) {
 	if len(special) != 1 || special[0] != 511 {
 		t.Errorf("tokenize(<|im_end|>) = %v, want [511]", special)
 	}
+	// Counting tokens loads no model onto a backend.
+	var ps psResponse
+	if r := ts.do(t, http.MethodGet, "/api/ps", "", nil); r.Status != 200 || json.Unmarshal(r.Body, &ps) != nil || len(ps.Models) != 0 {
+		t.Errorf("/api/ps after tokenizing = %d %s, want no model loaded", r.Status, r.Body)
+	}
 }
 
 func TestPS(t *testing.T) {

@@ -100,6 +100,7 @@ type Pool struct {
 	uses uint64
 	// close stops a runner: (*engine.Runner).Close, replaced by tests.
 	close func(*engine.Runner) error
+	toks  tokenizers // read for Tokenizer, of models not loaded
 }
 
 // slot is one model, loading, loaded or unloading, with the requests using
