@@ -37,21 +37,22 @@ func withTwoModels(c *serverConfig) {
 
 func TestKeepAliveOverHTTP(t *testing.T) {
 	ts := startServer(t, withTwoModels)
-	tokenize := func(model, keepAlive string) response {
-		body := `{"model":"` + model + `","text":"hi"`
+	// load is Ollama's load request: a generate with no prompt.
+	load := func(model, keepAlive string) response {
+		body := `{"model":"` + model + `"`
 		if keepAlive != "" {
 			body += `,"keep_alive":` + keepAlive
 		}
-		return ts.do(t, http.MethodPost, "/api/tokenize", body+"}", nil)
+		return ts.do(t, http.MethodPost, "/api/generate", body+"}", nil)
 	}
 
 	// Two models stay resident side by side; keep_alive sets expires_at.
 	before := time.Now()
-	if r := tokenize("chat-tiny", `"1h"`); r.Status != http.StatusOK {
-		t.Fatalf("tokenize = %d %s", r.Status, r.Body)
+	if r := load("chat-tiny", `"1h"`); r.Status != http.StatusOK {
+		t.Fatalf("load = %d %s", r.Status, r.Body)
 	}
-	if r := tokenize("other", `-1`); r.Status != http.StatusOK {
-		t.Fatalf("tokenize = %d %s", r.Status, r.Body)
+	if r := load("other", `-1`); r.Status != http.StatusOK {
+		t.Fatalf("load = %d %s", r.Status, r.Body)
 	}
 	models := ts.psModels(t)
 	// The most recently used first.
@@ -66,9 +67,9 @@ func TestKeepAliveOverHTTP(t *testing.T) {
 		t.Errorf("other, kept forever, has expires_at %v", v)
 	}
 
-	// keep_alive 0 unloads the model once the request is done.
-	if r := ts.do(t, http.MethodPost, "/api/detokenize", `{"model":"other","tokens":[1],"keep_alive":0}`, nil); r.Status != http.StatusOK {
-		t.Fatalf("detokenize = %d %s", r.Status, r.Body)
+	// keep_alive 0 on a load request unloads the model.
+	if r := load("other", `0`); r.Status != http.StatusOK {
+		t.Fatalf("unload = %d %s", r.Status, r.Body)
 	}
 	if models := ts.psModels(t); len(models) != 1 || models[0]["id"] != "chat-tiny" {
 		t.Errorf("/api/ps after keep_alive 0 on other = %v, want only chat-tiny", models)
@@ -77,16 +78,16 @@ func TestKeepAliveOverHTTP(t *testing.T) {
 	// keep_alive 0 on a request to a loaded model unloads it afterwards.
 	// (The never-load-first unload of /api/chat and /api/generate is
 	// TestOllamaLoadUnload's and engine/pool's TestUnload's.)
-	if r := ts.do(t, http.MethodPost, "/api/tokenize", `{"model":"chat-tiny","text":"","keep_alive":0}`, nil); r.Status != http.StatusOK {
-		t.Fatalf("tokenize = %d %s", r.Status, r.Body)
+	if r := ts.do(t, http.MethodPost, "/api/generate", `{"model":"chat-tiny","prompt":"hi","stream":false,"options":{"num_predict":1},"keep_alive":0}`, nil); r.Status != http.StatusOK {
+		t.Fatalf("generate = %d %s", r.Status, r.Body)
 	}
 	if models := ts.psModels(t); len(models) != 0 {
 		t.Errorf("/api/ps after the unload request = %v, want nothing loaded", models)
 	}
 
 	// A short keep-alive runs out on its own.
-	if r := tokenize("chat-tiny", `"10ms"`); r.Status != http.StatusOK {
-		t.Fatalf("tokenize = %d %s", r.Status, r.Body)
+	if r := load("chat-tiny", `"10ms"`); r.Status != http.StatusOK {
+		t.Fatalf("load = %d %s", r.Status, r.Body)
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for len(ts.psModels(t)) > 0 {
@@ -100,13 +101,13 @@ func TestKeepAliveOverHTTP(t *testing.T) {
 	// written as a number or as a string; negative is forever, however
 	// large.
 	for _, bad := range []string{`"soon"`, `{}`, `true`, `1e999`, `1e30`, `"1e30"`, `9223372037`, `"3000000h"`} {
-		r := tokenize("chat-tiny", bad)
+		r := load("chat-tiny", bad)
 		if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), "keep_alive") {
 			t.Errorf("keep_alive %s: %d %s, want 400 naming keep_alive", bad, r.Status, r.Body)
 		}
 	}
 	for _, forever := range []string{`-1e30`, `"-1e30"`, `-1`} {
-		if r := tokenize("chat-tiny", forever); r.Status != http.StatusOK {
+		if r := load("chat-tiny", forever); r.Status != http.StatusOK {
 			t.Errorf("keep_alive %s: %d %s, want 200 (kept loaded)", forever, r.Status, r.Body)
 		} else if models := ts.psModels(t); len(models) != 1 || models[0]["expires_at"] != nil {
 			t.Errorf("keep_alive %s: /api/ps = %v, want chat-tiny with no expires_at", forever, models)
