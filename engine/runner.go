@@ -152,11 +152,11 @@ func newRunner(dir string, m *Model, opt RunnerOptions) (*Runner, error) {
 }
 
 func quantLabel(raw json.RawMessage) string {
-	qc, err := weights.ParseQuantConfig(raw)
-	if err != nil || qc.Default == nil {
+	qc, err := weights.ParseQuantConfig(raw) // the load has parsed it already
+	if err != nil {
 		return ""
 	}
-	return fmt.Sprintf("q%dg%d", qc.Default.Bits, qc.Default.GroupSize)
+	return qc.Label()
 }
 
 // Info describes the model.

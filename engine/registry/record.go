@@ -267,10 +267,8 @@ func quantLabel(c *config.Config, sum *weights.Summary) string {
 	if len(c.Quantization) > 0 {
 		qc, err := weights.ParseQuantConfig(c.Quantization)
 		switch {
-		case err == nil && qc.Default != nil:
-			return fmt.Sprintf("q%dg%d", qc.Default.Bits, qc.Default.GroupSize)
-		case err == nil && len(qc.PerPath) > 0:
-			return "mixed"
+		case err == nil && qc.Label() != "":
+			return qc.Label()
 		case err != nil:
 			var q struct {
 				Method string `json:"quant_method"`

@@ -30,6 +30,19 @@ type QuantConfig struct {
 	PerPath map[string]*tensor.Quant // module path → its settings; a nil value means explicitly not quantized
 }
 
+// Label names the quantization the way hearth ls, /api/ps and /api/show
+// show it: "q4g64" for one setting throughout, "mixed" when only some
+// modules are quantized, "" when nothing is.
+func (q QuantConfig) Label() string {
+	switch {
+	case q.Default != nil:
+		return fmt.Sprintf("q%dg%d", q.Default.Bits, q.Default.GroupSize)
+	case len(q.PerPath) > 0:
+		return "mixed"
+	}
+	return ""
+}
+
 // ParseQuantConfig parses the quantization object. An empty or null raw gives
 // the zero QuantConfig (no quantization). Bits must be one of 2, 3, 4, 5, 6, 8
 // and group_size one of 32, 64, 128; errors name the offending key.

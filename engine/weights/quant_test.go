@@ -106,3 +106,23 @@ func TestQuantConfigFor(t *testing.T) {
 		t.Errorf("zero QuantConfig.For = %v, want nil", got)
 	}
 }
+
+// TestQuantLabel: the one label hearth ls, /api/ps and /api/show show.
+func TestQuantLabel(t *testing.T) {
+	tests := []struct{ raw, want string }{
+		{``, ""},
+		{`null`, ""},
+		{`{"bits": 4, "group_size": 64}`, "q4g64"},
+		{`{"bits": 8, "group_size": 32, "lm_head": false}`, "q8g32"},
+		{`{"model.layers.0.mlp.down_proj": {"bits": 8, "group_size": 64}}`, "mixed"},
+	}
+	for _, tt := range tests {
+		qc, err := ParseQuantConfig(json.RawMessage(tt.raw))
+		if err != nil {
+			t.Fatalf("ParseQuantConfig(%s): %v", tt.raw, err)
+		}
+		if got := qc.Label(); got != tt.want {
+			t.Errorf("Label of %s = %q, want %q", tt.raw, got, tt.want)
+		}
+	}
+}
