@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -126,9 +127,14 @@ func (s *Server) models(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"object": "list", "data": list})
 }
 
-// model serves GET /v1/models/{id} (ids contain slashes).
+// model serves GET /v1/models/{id}. Ids contain a slash, which clients
+// send as is or percent-encoded (the OpenAI SDKs send "org%2Fname").
 func (s *Server) model(c echo.Context) error {
-	m, err := s.catalogEntry(c.Param("*"))
+	id, err := url.PathUnescape(c.Param("*"))
+	if err != nil {
+		return badRequest("model", "model id %s is not a valid URL path", registry.QuoteName(c.Param("*")))
+	}
+	m, err := s.catalogEntry(id)
 	if err != nil {
 		return err
 	}

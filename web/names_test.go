@@ -88,6 +88,12 @@ func TestModelNamesArePathFree(t *testing.T) {
 		b, _ := json.Marshal(name)
 		return strings.Replace(format, "%s", string(b), 1)
 	}
+	for _, path := range []string{"/v1/models/acme/tiny-chat", "/v1/models/acme%2Ftiny-chat", "/v1/models/acme%2ftiny-chat"} {
+		var m modelEntry
+		if r := ts.do(t, http.MethodGet, path, "", nil); r.Status != http.StatusOK || json.Unmarshal(r.Body, &m) != nil || m.ID != "acme/tiny-chat" {
+			t.Errorf("GET %s = %d %.300s, want acme/tiny-chat", path, r.Status, r.Body)
+		}
+	}
 	for _, rt := range routes {
 		for _, name := range []string{"chat-tiny", "chat-tiny:latest", "acme/tiny-chat", "tiny-chat"} {
 			if r := ts.post(t, rt.path, body(rt.body, name)); r.Status != http.StatusOK {
