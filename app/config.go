@@ -21,7 +21,7 @@ type addrFlags struct {
 	port *int
 }
 
-func (c *cli) addrFlags(fs *flag.FlagSet) (*addrFlags, error) {
+func (c *cli) addrFlags(fs *flag.FlagSet, listen bool) (*addrFlags, error) {
 	host, port := defaultHost, defaultPort
 	if v := c.env.Getenv("HEARTH_PORT"); v != "" {
 		p, err := strconv.Atoi(v)
@@ -39,6 +39,12 @@ func (c *cli) addrFlags(fs *flag.FlagSet) (*addrFlags, error) {
 			}
 			host, port = h, n
 		}
+	}
+	if !listen { // a client of the running server (hearth ps)
+		return &addrFlags{
+			host: fs.String("host", host, "address of the running server (env HEARTH_HOST)"),
+			port: fs.Int("port", port, "port of the running server (env HEARTH_PORT)"),
+		}, nil
 	}
 	return &addrFlags{
 		host: fs.String("host", host, "address to listen on (env HEARTH_HOST); 0.0.0.0 exposes the server to the network"),

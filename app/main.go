@@ -33,9 +33,10 @@ var version = "0.1.0-dev"
 func main() {
 	c := &cli{ctx: context.Background(), env: osEnv{}, stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}
 	if err := c.run(os.Args[1:]); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "hearth:", err)
+		if errors.Is(err, flag.ErrHelp) {
+			return // -h: the usage was asked for and printed
 		}
+		fmt.Fprintln(os.Stderr, "hearth:", err)
 		os.Exit(1)
 	}
 }
@@ -83,13 +84,18 @@ func (c *cli) context() context.Context { return c.ctx }
 // run dispatches args to a command.
 func (c *cli) run(args []string) error {
 	args = dropFinderArgs(args)
+	if len(args) > 0 {
+		switch args[0] {
+		case "help", "--help", "-help", "-h":
+			c.usage(c.stdout)
+			return nil
+		case "--version", "-version", "-v":
+			return c.version(nil)
+		}
+	}
 	name := defaultCommand(executable())
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		name, args = args[0], args[1:]
-	}
-	if name == "help" || name == "--help" || name == "-h" {
-		c.usage(c.stdout)
-		return nil
 	}
 	var names []string
 	for _, cmd := range commands() {

@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"io"
 	"net/http"
 	"os"
@@ -73,7 +75,26 @@ func TestVersionAndUsage(t *testing.T) {
 	if err := c.run([]string{"version"}); err != nil || !strings.HasPrefix(out.String(), "hearth "+version+" (go") {
 		t.Errorf("version: %v %q", err, out.String())
 	}
+	for _, args := range [][]string{{"--version"}, {"-v"}} {
+		c, out, _ := newCLI(t, "", nil)
+		if err := c.run(args); err != nil || !strings.HasPrefix(out.String(), "hearth "+version+" (go") {
+			t.Errorf("%v: %v %q", args, err, out.String())
+		}
+	}
+	// The program's help lists the commands, not serve's flags.
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}} {
+		c, out, _ := newCLI(t, "", nil)
+		if err := c.run(args); err != nil || !strings.Contains(out.String(), "Usage: hearth COMMAND") || !strings.Contains(out.String(), "pull MODEL") {
+			t.Errorf("%v: %v %q", args, err, out.String())
+		}
+	}
+	// A command's -h prints its flags and is flag.ErrHelp, which main
+	// exits 0 on; ps's --host is the server's address, not one to listen on.
 	c, _, errs := newCLI(t, "", nil)
+	if err := c.run([]string{"ps", "-h"}); !errors.Is(err, flag.ErrHelp) || !strings.Contains(errs.String(), "address of the running server") || strings.Contains(errs.String(), "listen") {
+		t.Errorf("ps -h: %v; stderr %q", err, errs.String())
+	}
+	c, _, errs = newCLI(t, "", nil)
 	if err := c.run([]string{"frobnicate"}); err == nil || !strings.Contains(err.Error(), `unknown command "frobnicate"`) || !strings.Contains(errs.String(), "Usage: hearth") {
 		t.Errorf("unknown command: %v; stderr %q", err, errs.String())
 	}
@@ -97,7 +118,7 @@ func TestAddrFlags(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c, _, _ := newCLI(t, "", tt.env)
 			fs := c.flags("x", "x")
-			a, err := c.addrFlags(fs)
+			a, err := c.addrFlags(fs, true)
 			if tt.isErr {
 				if err == nil {
 					t.Errorf("no error for %v", tt.env)
@@ -279,5 +300,9 @@ func TestLsAndRm(t *testing.T) {
 	c, _, _ = newCLI(t, "", env)
 	if err := c.run([]string{"rm", "acme/tiny-chat"}); err == nil || !strings.Contains(err.Error(), "not in") {
 		t.Errorf("rm of a missing model: %v", err)
+	}
+	c, _, _ = newCLI(t, "", env)
+	if err := c.run([]string{"rm", "hearth/starter"}); err == nil || !strings.Contains(err.Error(), "built into hearth") {
+		t.Errorf("rm of the built-in model: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	"hearth/assets"
 	"hearth/engine/fit"
 	"hearth/engine/pool"
 	"hearth/engine/registry"
@@ -158,6 +159,9 @@ func (c *cli) rm(args []string) error {
 	}
 	cache := c.hub().CacheDir
 	for _, name := range fs.Args() {
+		if pool.Untagged(name) == assets.StarterID {
+			return fmt.Errorf("rm: %s is built into hearth and cannot be removed (it takes no space in the cache)", name)
+		}
 		if err := registry.Remove(cache, name); err != nil {
 			return fmt.Errorf("rm: %w", err)
 		}

@@ -36,7 +36,7 @@ type psReply struct {
 // ps asks the running server what it has loaded.
 func (c *cli) ps(args []string) error {
 	fs := c.flags("ps", "ps [flags]")
-	addr, err := c.addrFlags(fs)
+	addr, err := c.addrFlags(fs, false)
 	if err != nil {
 		return err
 	}

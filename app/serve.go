@@ -79,7 +79,7 @@ func (c *cli) durationEnv(name string, def time.Duration) (time.Duration, error)
 }
 
 func (c *cli) engineFlags(fs *flag.FlagSet) (*engineFlags, error) {
-	addr, err := c.addrFlags(fs)
+	addr, err := c.addrFlags(fs, true)
 	if err != nil {
 		return nil, err
 	}
