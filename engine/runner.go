@@ -49,18 +49,18 @@ type RunnerOptions struct {
 
 // Info describes a loaded model for /v1/models, /api/ps and the menu.
 type Info struct {
-	ID            string   `json:"id"`
-	Dir           string   `json:"dir"`
-	ModelType     string   `json:"model_type"`
-	Family        string   `json:"family"`
-	Tier          string   `json:"tier"`
-	Fidelity      string   `json:"fidelity"`
-	Capabilities  []string `json:"capabilities"`
-	Backend       string   `json:"backend"`
-	ContextTokens int      `json:"context_length"`
-	Params        int64    `json:"parameters"`
-	WeightBytes   int64    `json:"weight_bytes"`
-	Quantization  string   `json:"quantization"`
+	ID            string
+	Dir           string
+	ModelType     string
+	Family        string
+	Tier          string
+	Fidelity      string
+	Capabilities  []string
+	Backend       string
+	ContextTokens int
+	Params        int64
+	WeightBytes   int64
+	Quantization  string
 }
 
 // Open loads dir (config, weights, tokenizer, chat template) and starts the

@@ -29,8 +29,44 @@ func (s *Server) fingerprint() string { return "hearth-" + s.opt.Version }
 
 // psResponse is GET /api/ps: the loaded model(s) and memory.
 type psResponse struct {
-	Models []pool.Status `json:"models"`
-	Memory memoryStatus  `json:"memory"`
+	Models []psModel    `json:"models"`
+	Memory memoryStatus `json:"memory"`
+}
+
+// psModel is one loaded model of GET /api/ps: Ollama's fields (name,
+// model, size, size_vram, details, expires_at), then Hearth's.
+type psModel struct {
+	Name      string    `json:"name"`
+	Model     string    `json:"model"`
+	Size      int64     `json:"size"`      // the memory the pool counts for it
+	SizeVRAM  int64     `json:"size_vram"` // of it, in the GPU's memory
+	Details   details   `json:"details"`
+	ExpiresAt time.Time `json:"expires_at,omitzero"` // omitted when kept until evicted
+
+	ID            string    `json:"id"`
+	ModelType     string    `json:"model_type"`
+	Family        string    `json:"family"` // Hearth's family (universal, or a targeted port)
+	Tier          string    `json:"tier"`
+	Fidelity      string    `json:"fidelity"`
+	Capabilities  []string  `json:"capabilities"`
+	Backend       string    `json:"backend"`
+	ContextLength int       `json:"context_length"`
+	Parameters    int64     `json:"parameters"`
+	WeightBytes   int64     `json:"weight_bytes"`
+	Quantization  string    `json:"quantization"`
+	Active        int       `json:"active_requests"`
+	LoadedAt      time.Time `json:"loaded_at"`
+}
+
+func psModelOf(st pool.Status) psModel {
+	m := psModel{Name: st.ID, Model: st.ID, Size: st.SizeBytes, Details: detailsOf(st.ModelType, st.Params, st.Quantization),
+		ExpiresAt: st.ExpiresAt, ID: st.ID, ModelType: st.ModelType, Family: st.Family, Tier: st.Tier, Fidelity: st.Fidelity,
+		Capabilities: st.Capabilities, Backend: st.Backend, ContextLength: st.ContextTokens, Parameters: st.Params,
+		WeightBytes: st.WeightBytes, Quantization: st.Quantization, Active: st.Active, LoadedAt: st.LoadedAt}
+	if st.Backend != "cpu" { // a GPU backend holds the model in its memory (unified on a Mac)
+		m.SizeVRAM = st.SizeBytes
+	}
+	return m
 }
 
 type memoryStatus struct {
@@ -41,9 +77,9 @@ type memoryStatus struct {
 
 // ps serves GET /api/ps.
 func (s *Server) ps(c echo.Context) error {
-	out := psResponse{Models: s.pool.Loaded()}
-	if out.Models == nil {
-		out.Models = []pool.Status{}
+	out := psResponse{Models: []psModel{}}
+	for _, st := range s.pool.Loaded() {
+		out.Models = append(out.Models, psModelOf(st))
 	}
 	if p, err := process.NewProcessWithContext(c.Request().Context(), int32(os.Getpid())); err == nil {
 		if m, err := p.MemoryInfo(); err == nil {

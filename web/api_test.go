@@ -67,8 +67,12 @@ func TestPS(t *testing.T) {
 		t.Fatalf("/api/ps after a request: %+v", after)
 	}
 	m := after.Models[0]
-	if m.ID != "chat-tiny" || m.Backend == "" || m.ContextTokens != 256 || m.WeightBytes <= 0 || m.Active != 0 || m.LoadedAt.IsZero() {
+	if m.ID != "chat-tiny" || m.Backend == "" || m.ContextLength != 256 || m.WeightBytes <= 0 || m.Active != 0 || m.LoadedAt.IsZero() {
 		t.Errorf("loaded model = %+v", m)
+	}
+	// Ollama's fields, which its clients read (ollama-js ps() wants name).
+	if m.Name != "chat-tiny" || m.Model != "chat-tiny" || m.Size <= 0 || m.Details.Family != "qwen3" || m.Details.Format != "safetensors" {
+		t.Errorf("loaded model's Ollama fields = %+v", m)
 	}
 	if after.Memory.ProcessRSSBytes == 0 || after.Memory.SystemTotalBytes == 0 {
 		t.Errorf("memory = %+v", after.Memory)

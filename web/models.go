@@ -179,15 +179,22 @@ type tagEntry struct {
 	ModifiedAt time.Time `json:"modified_at"`
 	Size       int64     `json:"size"`
 	Digest     string    `json:"digest"`
-	Details    struct {
-		Format            string `json:"format"`
-		Family            string `json:"family"`
-		ParameterSize     string `json:"parameter_size"` // "1.7B", as Ollama writes it
-		QuantizationLevel string `json:"quantization_level"`
-	} `json:"details"`
-	Tier     string `json:"tier"`
-	Servable bool   `json:"servable"`
-	Reason   string `json:"reason,omitempty"`
+	Details    details   `json:"details"`
+	Tier       string    `json:"tier"`
+	Servable   bool      `json:"servable"`
+	Reason     string    `json:"reason,omitempty"`
+}
+
+// details is Ollama's model details, as /api/tags and /api/ps give them.
+type details struct {
+	Format            string `json:"format"`
+	Family            string `json:"family"`         // the model_type, as Ollama names the architecture
+	ParameterSize     string `json:"parameter_size"` // "1.7B", as Ollama writes it
+	QuantizationLevel string `json:"quantization_level"`
+}
+
+func detailsOf(modelType string, params int64, quant string) details {
+	return details{Format: "safetensors", Family: modelType, ParameterSize: paramSize(params), QuantizationLevel: quant}
 }
 
 // tags serves GET /api/tags.
@@ -211,7 +218,7 @@ func (s *Server) tags(c echo.Context) error {
 		if st, err := os.Stat(r.Dir); err == nil {
 			t.ModifiedAt = st.ModTime().UTC()
 		}
-		t.Details.Format, t.Details.Family, t.Details.ParameterSize, t.Details.QuantizationLevel = "safetensors", r.Family, paramSize(r.Params), r.Quantization
+		t.Details = detailsOf(r.ModelType, r.Params, r.Quantization)
 		if e := r.Err(); e != nil && t.Reason == "" {
 			t.Reason = e.Error()
 		}
@@ -224,7 +231,7 @@ func (s *Server) tags(c echo.Context) error {
 		if !seen[st.Dir] {
 			seen[st.Dir] = true
 			t := tagEntry{Name: st.ID, Model: st.ID, ModifiedAt: st.LoadedAt.UTC(), Size: st.WeightBytes, Tier: st.Tier, Servable: true}
-			t.Details.Format, t.Details.Family, t.Details.ParameterSize, t.Details.QuantizationLevel = "safetensors", st.Family, paramSize(st.Params), st.Quantization
+			t.Details = detailsOf(st.ModelType, st.Params, st.Quantization)
 			out = append(out, t)
 		}
 	}

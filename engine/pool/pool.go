@@ -621,16 +621,16 @@ func (p *Pool) Unload(name string) (string, error) {
 type Status struct {
 	engine.Info
 	// Active counts the requests queued or running on it.
-	Active   int       `json:"active_requests"`
-	LoadedAt time.Time `json:"loaded_at"`
+	Active   int
+	LoadedAt time.Time
 	// ExpiresAt is when the model unloads if no request comes (Ollama's
 	// field): the last request's end (its start while one runs) plus its
-	// keep-alive. Omitted when the model is kept until evicted.
-	ExpiresAt time.Time `json:"expires_at,omitzero"`
+	// keep-alive. Zero when the model is kept until evicted.
+	ExpiresAt time.Time
 	// SizeBytes is the memory the pool counts for it: fit's estimate
 	// (weights, KV cache at its context, working buffers), or its weights
 	// when its shape is unknown.
-	SizeBytes int64 `json:"size"`
+	SizeBytes int64
 }
 
 // Loaded lists the resident models, the most recently used first (as
