@@ -47,7 +47,7 @@ func serveGeneration[J generationJob](s *Server, c echo.Context, parse func([]by
 		return answer(nil, job)
 	}
 	start := time.Now()
-	r, release, err := s.runnerFor(c, t.model, t.keep, t.sampling, &t.req)
+	r, release, err := s.runnerFor(c, t)
 	if err != nil {
 		return err
 	}
@@ -56,18 +56,18 @@ func serveGeneration[J generationJob](s *Server, c echo.Context, parse func([]by
 	return answer(r, job)
 }
 
-// runnerFor gets the model a request names (loading it if needed, kept
-// for keep, nil meaning the server's keep-alive) and fills req's sampling
-// from the request's fields and the model's defaults. Tools offered to a
-// model whose chat template has no tool-call format are refused. The
-// caller must call release when its request is done.
-func (s *Server) runnerFor(c echo.Context, model string, keep *time.Duration, smp sampling, req *engine.Request) (r *engine.Runner, release func(), err error) {
-	r, release, err = s.pool.Acquire(c.Request().Context(), model, keep)
+// runnerFor gets the model t names (loading it if needed, kept for t.keep)
+// and fills t.req's sampling from the request's fields and the model's
+// defaults. Tools offered to a model whose chat template has no tool-call
+// format are refused. The caller must call release when its request is
+// done.
+func (s *Server) runnerFor(c echo.Context, t *target) (r *engine.Runner, release func(), err error) {
+	r, release, err = s.pool.Acquire(c.Request().Context(), t.model, t.keep)
 	if err != nil {
 		return nil, nil, err
 	}
-	smp.apply(req, r.Defaults())
-	if info := r.Info(); req.Tools != nil && !hasCap(info, "tools") {
+	t.sampling.apply(&t.req, r.Defaults())
+	if info := r.Info(); t.req.Tools != nil && !hasCap(info, "tools") {
 		release()
 		return nil, nil, badRequest("tools", "tools: model %q does not support tool calls (its chat template has no tool-call format)", info.ID)
 	}
