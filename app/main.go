@@ -20,10 +20,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"hearth/engine/registry"
 	"io"
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 )
 
 // version is the program's version (set at build time with
@@ -54,6 +56,11 @@ type cli struct {
 	stdin  *os.File
 	stdout io.Writer
 	stderr io.Writer
+
+	reg struct { // the process's one registry (registry())
+		once sync.Once
+		r    *registry.Registry
+	}
 }
 
 // getenv reads a variable; tests pass a map instead of the process

@@ -16,15 +16,18 @@ import (
 	"hearth/engine/registry"
 )
 
-// registry opens the model registry over the Hugging Face cache, with the
-// built-in starter model registered as a local directory when it can be
-// extracted.
+// registry is the process's model registry over the Hugging Face cache,
+// made on first use, with the built-in starter model registered when it
+// can be extracted. One registry keeps its memo of records, so the menu's
+// listing every few seconds reads only what changed.
 func (c *cli) registry() *registry.Registry {
-	reg := registry.New(c.hub().CacheDir)
-	if def, err := c.defaultModel(); err == nil {
-		reg.WithBuiltin(registry.Builtin{ID: def.ID, Dir: def.Dir})
-	}
-	return reg
+	c.reg.once.Do(func() {
+		c.reg.r = registry.New(c.hub().CacheDir)
+		if def, err := c.defaultModel(); err == nil {
+			c.reg.r.WithBuiltin(registry.Builtin{ID: def.ID, Dir: def.Dir})
+		}
+	})
+	return c.reg.r
 }
 
 // resolveModel finds what the user named on the command line: a repo id

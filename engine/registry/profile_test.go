@@ -122,7 +122,12 @@ func TestExactProfileRefusesThroughResolve(t *testing.T) {
 	if err != nil || rec.Profile.Source != SourceExact || rec.Fidelity != "pinned parity" {
 		t.Fatalf("Resolve with a matching pin = %+v, %v", rec.Profile, err)
 	}
-	reg.profiles[0].ConfigSHA256 = strings.Repeat("0", 64)
+	// A registry's profiles are fixed when it is made (its records are
+	// memoized): a new one with the pin changed.
+	pins := []ExactProfile{reg.profiles[0]}
+	pins[0].ConfigSHA256 = strings.Repeat("0", 64)
+	reg = New(cache)
+	reg.profiles = pins
 	rec, err = reg.Resolve("Qwen/Qwen3-Tiny")
 	if err == nil || errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "refusing to fall back") || rec.Tier != TierUnsupported {
 		t.Fatalf("Resolve with a mismatching pin = %+v, %v; want a refusal", rec, err)

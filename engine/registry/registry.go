@@ -30,13 +30,15 @@ var (
 	ErrInvalidName = errors.New("invalid model name")
 )
 
-// Registry lists and resolves models. It holds no state that changes: every
-// call reads the disk afresh, so a pull or rm in another process shows up.
+// Registry lists and resolves models. Every call looks at the disk afresh,
+// so a pull or rm in another process shows up; a snapshot's record is
+// reused while its files keep their sizes and times (memo).
 type Registry struct {
 	cache    string
 	local    []string
 	builtin  []Builtin
 	profiles []ExactProfile
+	memo     *memo
 }
 
 // Builtin is a model that ships with Hearth, listed and resolved by its
@@ -59,7 +61,7 @@ func (r *Registry) builtinRecord(b Builtin) Record {
 // New returns a registry over the cache directory (see HubCache) and the
 // given local model directories.
 func New(cacheDir string, localDirs ...string) *Registry {
-	r := &Registry{cache: cacheDir, profiles: exactProfiles}
+	r := &Registry{cache: cacheDir, profiles: exactProfiles, memo: &memo{}}
 	for _, d := range localDirs {
 		if abs, err := filepath.Abs(d); err == nil {
 			d = abs
@@ -106,13 +108,13 @@ func (r *Registry) repoRecords(repo string) []Record {
 	}
 	var out []Record
 	for _, s := range snaps {
-		out = append(out, classify(s.dir, repo, s.commit, s.refs, r.profiles))
+		out = append(out, r.memo.classify(s.dir, repo, s.commit, s.refs, r.profiles))
 	}
 	return out
 }
 
 func (r *Registry) classifyLocal(dir string) Record {
-	return classify(dir, dir, "", nil, r.profiles)
+	return r.memo.classify(dir, dir, "", nil, r.profiles)
 }
 
 // Resolve finds the model a user names on the command line: "org/name"
@@ -279,7 +281,7 @@ func (r *Registry) resolveRepo(repo, rev string, hasRev bool) (rec Record, ok bo
 		return Record{}, true, fmt.Errorf("%w: %s has no single revision %s (cached: %s)", what, repo, QuoteName(rev), strings.Join(revs, ", "))
 	}
 	s := pick[0]
-	rec = classify(s.dir, repo, s.commit, s.refs, r.profiles)
+	rec = r.memo.classify(s.dir, repo, s.commit, s.refs, r.profiles)
 	return rec, true, wrapName(rec.Name(), rec.Err())
 }
 
