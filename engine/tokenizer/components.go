@@ -111,20 +111,11 @@ func parseNormalizer(raw []byte) (normalizer, error) {
 	case "StripAccents":
 		return stripAccents{}, nil
 	case "Sequence":
-		var seq normalizerSeq
-		for i, r := range c.Normalizers {
-			n, err := parseNormalizer(r)
-			if err != nil {
-				return nil, fmt.Errorf("Sequence[%d]: %w", i, err)
-			}
-			if n != nil {
-				seq = append(seq, n)
-			}
+		seq, err := parseSequence(c.Normalizers, parseNormalizer)
+		if err != nil || len(seq) == 0 {
+			return nil, err
 		}
-		if len(seq) == 0 {
-			return nil, nil
-		}
-		return seq, nil
+		return normalizerSeq(seq), nil
 	}
 	return nil, unsupported("normalizer", c.Type, normalizerTypes...)
 }
@@ -175,23 +166,14 @@ func parsePreTokenizer(raw []byte) (preTokenizer, error) {
 		}
 		return &metaspacePre{replacement: rep, scheme: scheme, split: derefBool(c.Split, true)}, nil
 	case "Sequence":
-		var seq preTokenizerSeq
-		for i, r := range c.PreTokenizers {
-			p, err := parsePreTokenizer(r)
-			if err != nil {
-				return nil, fmt.Errorf("Sequence[%d]: %w", i, err)
-			}
-			if p != nil {
-				seq = append(seq, p)
-			}
-		}
-		switch len(seq) {
-		case 0:
-			return nil, nil
-		case 1:
+		seq, err := parseSequence(c.PreTokenizers, parsePreTokenizer)
+		switch {
+		case err != nil || len(seq) == 0:
+			return nil, err
+		case len(seq) == 1:
 			return seq[0], nil
 		}
-		return seq, nil
+		return preTokenizerSeq(seq), nil
 	}
 	return nil, unsupported("pre-tokenizer", c.Type, preTokenizerTypes...)
 }
@@ -252,20 +234,14 @@ func parseDecoder(raw []byte) (decoder, error) {
 		}
 		return metaspaceDec{replacement: rep, scheme: scheme}, nil
 	case "Sequence":
-		var seq decoderSeq
-		for i, r := range c.Decoders {
-			d, err := parseDecoder(r)
-			if err != nil {
-				return nil, fmt.Errorf("Sequence[%d]: %w", i, err)
-			}
-			if d != nil {
-				seq = append(seq, d)
-			}
-		}
-		if len(seq) == 1 {
+		seq, err := parseSequence(c.Decoders, parseDecoder)
+		switch {
+		case err != nil:
+			return nil, err
+		case len(seq) == 1:
 			return seq[0], nil
 		}
-		return seq, nil
+		return decoderSeq(seq), nil
 	}
 	return nil, unsupported("decoder", c.Type, decoderTypes...)
 }
@@ -364,4 +340,21 @@ func derefBool(b *bool, def bool) bool {
 		return def
 	}
 	return *b
+}
+
+// parseSequence parses the items of a Sequence component, keeping those
+// that are not no-ops (nil); an error names the item.
+func parseSequence[T comparable](items []json.RawMessage, parse func([]byte) (T, error)) ([]T, error) {
+	var out []T
+	var none T
+	for i, raw := range items {
+		v, err := parse(raw)
+		if err != nil {
+			return nil, fmt.Errorf("Sequence[%d]: %w", i, err)
+		}
+		if v != none {
+			out = append(out, v)
+		}
+	}
+	return out, nil
 }
