@@ -34,96 +34,74 @@ func shortRepr(v jinja.Value) string { return repr(nil, v, 200) }
 // repr is Python's repr() of v, charged to b and cut at max bytes (with
 // "...") when max >= 0.
 func repr(b *jinja.Budget, v jinja.Value, max int) string {
-	w := reprWriter{b: b, max: max}
+	w := reprWriter{jinja.NewBuilder(b, max)}
 	w.value(v, 1)
-	if w.cut && max >= 0 {
-		w.sb.WriteString("...")
+	if max < 0 {
+		return w.String("")
 	}
-	return w.sb.String()
+	return w.String("...")
 }
 
-// reprWriter writes a repr under a budget and a size cap: it stops at the
-// first piece either refuses.
-type reprWriter struct {
-	b   *jinja.Budget
-	sb  strings.Builder
-	max int
-	cut bool
-}
-
-func (w *reprWriter) write(s string) bool {
-	if w.cut {
-		return false
-	}
-	if w.max >= 0 && w.sb.Len()+len(s) > w.max {
-		w.sb.WriteString(s[:w.max-w.sb.Len()])
-		w.cut = true
-		return false
-	}
-	if w.b.Alloc(int64(len(s))) != nil {
-		w.cut = true
-		return false
-	}
-	w.sb.WriteString(s)
-	return true
-}
+// reprWriter writes a Python repr through a jinja.Builder (its budget
+// and size cap).
+type reprWriter struct{ jinja.Builder }
 
 func (w *reprWriter) value(v jinja.Value, depth int) {
-	if w.cut || w.b.Nest(depth) != nil {
-		w.cut = true
+	if w.Cut() || w.Budget().Nest(depth) != nil {
+		w.Stop()
 		return
 	}
 	switch {
 	case v.IsUndefined():
-		w.write("Undefined")
+		w.Write("Undefined")
 	case v.IsNone():
-		w.write("None")
+		w.Write("None")
 	case v.IsBool():
 		if v.AsBool() {
-			w.write("True")
+			w.Write("True")
 		} else {
-			w.write("False")
+			w.Write("False")
 		}
 	case v.IsInt():
-		w.write(strconv.FormatInt(v.AsInt(), 10))
+		w.Write(strconv.FormatInt(v.AsInt(), 10))
 	case v.IsFloat():
-		w.write(pyFloatRepr(v.AsFloat()))
+		w.Write(pyFloatRepr(v.AsFloat()))
 	case v.IsString():
 		// The quoted text is at most ten bytes per byte of s.
-		if w.b.Alloc(int64(len(v.AsString()))) != nil {
-			w.cut = true
+		if w.Budget().Alloc(int64(len(v.AsString()))) != nil {
+			w.Stop()
 			return
 		}
-		w.write(pyReprString(v.AsString()))
+		w.Write(pyReprString(v.AsString()))
 	case v.IsList():
-		w.write("[")
+		w.Write("[")
 		for i, item := range v.AsList().Items {
-			if i > 0 && !w.write(", ") {
+			if i > 0 && !w.Write(", ") {
 				return
 			}
-			if w.value(item, depth+1); w.cut {
+			if w.value(item, depth+1); w.Cut() {
 				return
 			}
 		}
-		w.write("]")
+		w.Write("]")
 	case v.IsDict():
 		d := v.AsDict()
-		w.write("{")
+		w.Write("{")
 		for i, k := range d.Keys {
-			if i > 0 && !w.write(", ") {
+			if i > 0 && !w.Write(", ") {
 				return
 			}
-			if w.b.Alloc(int64(len(k))) != nil || !w.write(pyReprString(k)) || !w.write(": ") {
-				w.cut = true
+			if w.Budget().Alloc(int64(len(k))) != nil || !w.Write(pyReprString(k)) || !w.Write(": ") {
+				w.Stop()
 				return
 			}
-			if w.value(d.Data[k], depth+1); w.cut {
+			if w.value(d.Data[k], depth+1); w.Cut() {
 				return
 			}
 		}
-		w.write("}")
+		w.Write("}")
 	default:
-		w.write(v.String())
+		w.Write(v.String())
 	}
 }
 

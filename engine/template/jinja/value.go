@@ -191,23 +191,46 @@ func shortRepr(v Value) string { return repr(nil, v, 200) }
 // repr writes v as String does, charging b for every piece written and
 // stopping once b is exhausted, and stopping at max bytes when max >= 0.
 func repr(b *Budget, v Value, max int) string {
-	w := reprWriter{b: b, max: max}
+	w := reprWriter{NewBuilder(b, max)}
 	w.value(v, 1)
-	if w.cut {
-		w.sb.WriteString("...")
-	}
-	return w.sb.String()
+	return w.String("...")
 }
 
-type reprWriter struct {
+// Builder builds a string under a budget and a size cap: Write stops at
+// the first piece either refuses, and Cut says it did. Reprs are written
+// through one (this package's, and engine/template's Python repr).
+type Builder struct {
 	b   *Budget
 	sb  strings.Builder
 	max int // -1: no cap but the budget's
 	cut bool
 }
 
-// write appends s unless the budget or the cap runs out.
-func (w *reprWriter) write(s string) bool {
+// NewBuilder is a Builder charging b (nil: nothing) and capped at max
+// bytes (max < 0: no cap but the budget's).
+func NewBuilder(b *Budget, max int) Builder { return Builder{b: b, max: max} }
+
+// Budget is the budget w charges.
+func (w *Builder) Budget() *Budget { return w.b }
+
+// Cut reports whether a piece was refused.
+func (w *Builder) Cut() bool { return w.cut }
+
+// Stop refuses every later piece.
+func (w *Builder) Stop() { w.cut = true }
+
+// String is what was written, with suffix added when a piece was refused.
+func (w *Builder) String(suffix string) string {
+	if w.cut {
+		return w.sb.String() + suffix
+	}
+	return w.sb.String()
+}
+
+type reprWriter struct{ Builder }
+
+// Write appends s unless the budget or the cap runs out.
+func (w *Builder) Write(s string) bool {
 	if w.cut {
 		return false
 	}
@@ -234,27 +257,27 @@ func (w *reprWriter) value(v Value, depth int) {
 	}
 	switch v.kind {
 	case KindUndefined:
-		w.write("Undefined")
+		w.Write("Undefined")
 	case KindNone:
-		w.write("None")
+		w.Write("None")
 	case KindBool:
 		if v.v.(bool) {
-			w.write("True")
+			w.Write("True")
 		} else {
-			w.write("False")
+			w.Write("False")
 		}
 	case KindInt:
-		w.write(strconv.FormatInt(v.v.(int64), 10))
+		w.Write(strconv.FormatInt(v.v.(int64), 10))
 	case KindFloat:
-		w.write(fmt.Sprintf("%g", v.v.(float64)))
+		w.Write(fmt.Sprintf("%g", v.v.(float64)))
 	case KindString:
-		w.write("'")
-		w.write(v.v.(string))
-		w.write("'")
+		w.Write("'")
+		w.Write(v.v.(string))
+		w.Write("'")
 	case KindList:
-		w.write("[")
+		w.Write("[")
 		for i, item := range v.v.(*List).Items {
-			if i > 0 && !w.write(", ") {
+			if i > 0 && !w.Write(", ") {
 				return
 			}
 			w.value(item, depth+1)
@@ -262,15 +285,15 @@ func (w *reprWriter) value(v Value, depth int) {
 				return
 			}
 		}
-		w.write("]")
+		w.Write("]")
 	case KindDict:
 		d := v.v.(*Dict)
-		w.write("{")
+		w.Write("{")
 		for i, key := range d.Keys {
-			if i > 0 && !w.write(", ") {
+			if i > 0 && !w.Write(", ") {
 				return
 			}
-			if !w.write("'") || !w.write(key) || !w.write("': ") {
+			if !w.Write("'") || !w.Write(key) || !w.Write("': ") {
 				return
 			}
 			w.value(d.Data[key], depth+1)
@@ -278,11 +301,11 @@ func (w *reprWriter) value(v Value, depth int) {
 				return
 			}
 		}
-		w.write("}")
+		w.Write("}")
 	case KindCallable:
-		w.write(fmt.Sprintf("<callable %s>", v.v.(Callable).Name))
+		w.Write(fmt.Sprintf("<callable %s>", v.v.(Callable).Name))
 	default:
-		w.write("Undefined")
+		w.Write("Undefined")
 	}
 }
 
