@@ -95,6 +95,8 @@ var errorCases = []struct {
 	{"rebinding host on api", "GET", "/api/ps", ``, map[string]string{"Host": "attacker.example:11435"}, 403},
 	{"oversized body", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"` + strings.Repeat("x", 70<<10) + `"}]}`, nil, 413},
 	{"unknown route", "GET", "/v1/nothing", ``, nil, 404},
+	{"unknown route, POST", "POST", "/v1/nothing", `{}`, nil, 404},
+	{"unknown Ollama route, POST", "POST", "/api/nothing", `{}`, nil, 404},
 	{"wrong method", "GET", "/v1/chat/completions", ``, nil, 405},
 	{"unknown model id", "GET", "/v1/models/no/such", ``, nil, 404},
 }

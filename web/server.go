@@ -180,7 +180,16 @@ func (s *Server) Shutdown(ctx context.Context) error {
 func (s *Server) handler(addr net.Addr) http.Handler {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
-	e.HTTPErrorHandler = s.handleError
+	// known holds the API's paths (filled below): only they answer 405 to
+	// a wrong method; any other path is a 404, whatever the method, even
+	// though the web chat's GET /* matches every path.
+	known := map[string]bool{}
+	e.HTTPErrorHandler = func(err error, c echo.Context) {
+		if errors.Is(err, echo.ErrMethodNotAllowed) && !known[c.Request().URL.Path] {
+			err = echo.ErrNotFound
+		}
+		s.handleError(err, c)
+	}
 	e.Pre(s.guard(newOriginPolicy(addr, s.opt.Origins)))
 	e.Use(s.stopOnHalt, s.limitBody)
 
@@ -206,14 +215,15 @@ func (s *Server) handler(addr net.Addr) http.Handler {
 	chat := echo.WrapHandler(ui.Handler())
 	page := func(c echo.Context) error {
 		if p := c.Request().URL.Path; strings.HasPrefix(p, "/v1/") || strings.HasPrefix(p, "/api/") {
-			for _, r := range e.Routes() {
-				if r.Path == p {
-					return echo.ErrMethodNotAllowed
-				}
+			if known[p] {
+				return echo.ErrMethodNotAllowed
 			}
 			return echo.ErrNotFound
 		}
 		return chat(c)
+	}
+	for _, r := range e.Routes() {
+		known[r.Path] = true
 	}
 	e.GET("/*", page)
 	e.HEAD("/*", page)
