@@ -41,6 +41,7 @@ type Model struct {
 	Dir     string
 	Config  *config.Config
 	Family  *family.Family
+	Quant   weights.QuantConfig // config.json's quantization, parsed
 	backend tensor.Backend
 	device  string // the GPU adapter's name, when on the GPU
 	impl    family.Model
@@ -104,7 +105,7 @@ func Load(dir string, opt Options) (*Model, error) {
 	if chunk <= 0 {
 		chunk = 512
 	}
-	return &Model{Dir: dir, Config: cfg, Family: fam, backend: b, device: device, impl: impl, set: set, chunk: chunk, sync: opt.Unpipelined}, nil
+	return &Model{Dir: dir, Config: cfg, Family: fam, Quant: qc, backend: b, device: device, impl: impl, set: set, chunk: chunk, sync: opt.Unpipelined}, nil
 }
 
 // EmulatedNote ends the device name of a GPU backend whose adapter is a

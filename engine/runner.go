@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -144,19 +143,11 @@ func newRunner(dir string, m *Model, opt RunnerOptions) (*Runner, error) {
 	r.info = Info{
 		ID: id, Dir: dir, ModelType: c.ModelType, Family: m.Family.Name, Tier: string(m.Family.Tier),
 		Fidelity: m.Family.Fidelity, Capabilities: append([]string{}, caps.Names()...), Backend: m.Backend(),
-		ContextTokens: ctxTokens, Params: sum.ParamCount, WeightBytes: sum.Bytes, Quantization: quantLabel(c.Quantization),
+		ContextTokens: ctxTokens, Params: sum.ParamCount, WeightBytes: sum.Bytes, Quantization: m.Quant.Label(),
 	}
 	r.wg.Add(1)
 	go r.loop()
 	return r, nil
-}
-
-func quantLabel(raw json.RawMessage) string {
-	qc, err := weights.ParseQuantConfig(raw) // the load has parsed it already
-	if err != nil {
-		return ""
-	}
-	return qc.Label()
 }
 
 // Info describes the model.
