@@ -10,7 +10,7 @@ import (
 
 	"hearth/engine/backend/cpu"
 	"hearth/engine/cache"
-	"hearth/engine/config"
+	"hearth/engine/checkpoint"
 	"hearth/engine/families"
 	"hearth/engine/family"
 	"hearth/engine/nn"
@@ -38,33 +38,33 @@ type Options struct {
 // run sequences. A Model is not safe for concurrent use: one goroutine
 // (the scheduler) owns it.
 type Model struct {
-	Dir     string
-	Config  *config.Config
-	Family  *family.Family
-	Quant   weights.QuantConfig // config.json's quantization, parsed
-	backend tensor.Backend
-	device  string // the GPU adapter's name, when on the GPU
-	impl    family.Model
-	set     *weights.Set
-	chunk   int
-	sync    bool // Options.Unpipelined
+	Checkpoint *checkpoint.Checkpoint
+	Family     *family.Family
+	backend    tensor.Backend
+	device     string // the GPU adapter's name, when on the GPU
+	impl       family.Model
+	set        *weights.Set
+	chunk      int
+	sync       bool // Options.Unpipelined
 }
 
-// Load resolves the family for dir's config, opens its safetensors,
-// uploads every tensor the family binds, and audits that nothing is missing
-// or left over.
+// Load reads the checkpoint in dir, resolves its family, opens its
+// safetensors, uploads every tensor the family binds, and audits that
+// nothing is missing or left over.
 func Load(dir string, opt Options) (*Model, error) {
-	cfg, err := config.Load(dir)
+	ck, err := checkpoint.Read(dir)
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", dir, err)
 	}
+	return LoadCheckpoint(ck, opt)
+}
+
+// LoadCheckpoint is Load of a checkpoint already read without error.
+func LoadCheckpoint(ck *checkpoint.Checkpoint, opt Options) (*Model, error) {
+	dir, cfg := ck.Dir, ck.Config
 	fam, err := families.Resolve(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", dir, err)
-	}
-	qc, err := weights.ParseQuantConfig(cfg.Quantization)
-	if err != nil {
-		return nil, fmt.Errorf("load %s: quantization: %w", dir, err)
 	}
 	b, device, err := newBackend(opt)
 	if err != nil {
@@ -83,7 +83,7 @@ func Load(dir string, opt Options) (*Model, error) {
 		set.Close()
 		return nil, fmt.Errorf("load %s: %w", dir, err)
 	}
-	binder := weights.NewBinder(set, qc)
+	binder := weights.NewBinder(set, ck.Quant)
 	loader := &nn.Loader{B: b, W: binder}
 	impl, err := fam.New(cfg, loader)
 	if err != nil {
@@ -105,7 +105,7 @@ func Load(dir string, opt Options) (*Model, error) {
 	if chunk <= 0 {
 		chunk = 512
 	}
-	return &Model{Dir: dir, Config: cfg, Family: fam, Quant: qc, backend: b, device: device, impl: impl, set: set, chunk: chunk, sync: opt.Unpipelined}, nil
+	return &Model{Checkpoint: ck, Family: fam, backend: b, device: device, impl: impl, set: set, chunk: chunk, sync: opt.Unpipelined}, nil
 }
 
 // EmulatedNote ends the device name of a GPU backend whose adapter is a

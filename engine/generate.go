@@ -43,8 +43,8 @@ func (r *Runner) prompt(ctx context.Context, req *Request) ([]int32, error) {
 		return r.encodePrompt(text, false)
 	case req.PromptIDs != nil:
 		for _, id := range req.PromptIDs {
-			if id < 0 || int(id) >= r.model.Config.VocabSize {
-				return nil, &RequestError{fmt.Errorf("token id %d is outside the vocabulary [0, %d)", id, r.model.Config.VocabSize)}
+			if id < 0 || int(id) >= r.model.Checkpoint.Config.VocabSize {
+				return nil, &RequestError{fmt.Errorf("token id %d is outside the vocabulary [0, %d)", id, r.model.Checkpoint.Config.VocabSize)}
 			}
 		}
 		return req.PromptIDs, nil

@@ -16,23 +16,6 @@ import (
 	"hearth/internal/testmodels"
 )
 
-// copyModel copies a testdata model into a temp dir so a test can damage it.
-func copyModel(t *testing.T, name string) string {
-	t.Helper()
-	src := filepath.Join(testmodels.Root(), name)
-	dst := t.TempDir()
-	for _, f := range []string{"config.json", "model.safetensors"} {
-		raw, err := os.ReadFile(filepath.Join(src, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dst, f), raw, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dst
-}
-
 // rewrite loads the model's tensors, lets edit change the list, and writes
 // the checkpoint back.
 func rewrite(t *testing.T, dir string, edit func([]tensor.Weight) []tensor.Weight) {
@@ -111,7 +94,7 @@ func TestLoadRejectsBrokenCheckpoints(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := copyModel(t, "llama-f32")
+			dir := testmodels.Copy(t, "llama-f32")
 			tt.break_(t, dir)
 			m, err := engine.Load(dir, engine.Options{})
 			if err == nil {
@@ -128,14 +111,14 @@ func TestLoadRejectsBrokenCheckpoints(t *testing.T) {
 }
 
 func TestLoadErrorTypes(t *testing.T) {
-	dir := copyModel(t, "qwen3-f32")
+	dir := testmodels.Copy(t, "qwen3-f32")
 	rewrite(t, dir, func(ws []tensor.Weight) []tensor.Weight { return ws[1:] })
 	_, err := engine.Load(dir, engine.Options{})
 	var audit *weights.AuditError
 	if !errors.As(err, &audit) || len(audit.Missing) != 1 {
 		t.Errorf("Load error = %v, want a *weights.AuditError with one missing tensor", err)
 	}
-	dir = copyModel(t, "qwen3-f32")
+	dir = testmodels.Copy(t, "qwen3-f32")
 	os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"model_type":"mamba","hidden_size":8,"num_hidden_layers":1,"num_attention_heads":1,"vocab_size":4}`), 0o644)
 	if _, err := engine.Load(dir, engine.Options{}); !errors.Is(err, family.ErrUnsupported) {
 		t.Errorf("Load error = %v, want family.ErrUnsupported", err)

@@ -14,7 +14,6 @@ import (
 	"hearth/engine/template"
 	"hearth/engine/tokenizer"
 	"hearth/engine/toolcall"
-	"hearth/engine/weights"
 )
 
 // Runner is a loaded model ready to serve: weights, tokenizer, chat
@@ -100,11 +99,7 @@ func newRunner(dir string, m *Model, opt RunnerOptions) (*Runner, error) {
 	if err != nil && !errors.Is(err, template.ErrNoTemplate) {
 		return nil, err
 	}
-	sum, err := weights.Scan(dir)
-	if err != nil {
-		return nil, err
-	}
-	c := m.Config
+	c, sum := m.Checkpoint.Config, m.Checkpoint.Weights
 	ctxTokens := opt.ContextTokens
 	if ctxTokens <= 0 {
 		ctxTokens = 8192
@@ -143,7 +138,7 @@ func newRunner(dir string, m *Model, opt RunnerOptions) (*Runner, error) {
 	r.info = Info{
 		ID: id, Dir: dir, ModelType: c.ModelType, Family: m.Family.Name, Tier: string(m.Family.Tier),
 		Fidelity: m.Family.Fidelity, Capabilities: append([]string{}, caps.Names()...), Backend: m.Backend(),
-		ContextTokens: ctxTokens, Params: sum.ParamCount, WeightBytes: sum.Bytes, Quantization: m.Quant.Label(),
+		ContextTokens: ctxTokens, Params: sum.ParamCount, WeightBytes: sum.Bytes, Quantization: m.Checkpoint.Quantization(),
 	}
 	r.wg.Add(1)
 	go r.loop()
@@ -155,7 +150,9 @@ func (r *Runner) Info() Info { return r.info }
 
 // Defaults are the sampling parameters the checkpoint ships in
 // generation_config.json; a request's own values override them.
-func (r *Runner) Defaults() sample.Options { return SamplingDefaults(r.model.Config.Generation) }
+func (r *Runner) Defaults() sample.Options {
+	return SamplingDefaults(r.model.Checkpoint.Config.Generation)
+}
 
 // SamplingDefaults are the sampling parameters generation_config.json asks
 // for, as a request would give them.

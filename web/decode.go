@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hearth/engine/sample"
 	"io"
-	"math"
 	"reflect"
 	"strings"
 
@@ -148,13 +148,10 @@ func stringList(field string, raw json.RawMessage, maxItems int) ([]string, erro
 	return out, nil
 }
 
-// checkRange rejects a parameter outside [lo, hi] (or NaN).
-func checkRange(field string, v *float64, lo, hi float64) error {
-	if v == nil {
-		return nil
-	}
-	if math.IsNaN(*v) || *v < lo || *v > hi {
-		return badRequest(field, "%s: %v is out of range [%v, %v]", field, *v, lo, hi)
+// checkRange rejects a parameter outside r (or NaN).
+func checkRange(field string, v *float64, r sample.Range) error {
+	if v != nil && !r.Contains(*v) {
+		return badRequest(field, "%s: %v is out of range [%v, %v]", field, *v, r.Lo, r.Hi)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"hearth/engine/checkpoint"
 	"hearth/engine/fit"
 	"hearth/engine/pool"
 	"hearth/engine/registry"
@@ -34,7 +35,8 @@ type modelEntry struct {
 	Default       bool     `json:"default"`
 	Loaded        bool     `json:"loaded"`
 
-	dir string // the checkpoint, for /api/show
+	dir        string                 // the checkpoint, for /api/show
+	checkpoint *checkpoint.Checkpoint // the registry's reading of dir; nil when it has none
 }
 
 // fitBody is fit.Verdict on the wire.
@@ -75,7 +77,7 @@ func (s *Server) catalog() ([]modelEntry, error) {
 		e := modelEntry{ID: r.Name(), Object: "model", Created: modTime(r.Dir), OwnedBy: owner(r.ID),
 			ModelType: r.ModelType, Family: r.Family, Tier: r.Tier, Fidelity: r.Fidelity, Capabilities: r.Capabilities,
 			ContextLength: r.ContextTokens, Parameters: r.Params, SizeBytes: r.Bytes, Quantization: r.Quantization,
-			Loaded: loaded[r.Dir], dir: r.Dir}
+			Loaded: loaded[r.Dir], dir: r.Dir, checkpoint: r.Checkpoint}
 		if r.Dir == def.Dir {
 			e.ID, e.OwnedBy, e.Default = def.ID, "local", true
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"hearth/engine"
+	"hearth/engine/checkpoint"
 	"hearth/engine/config"
 	"hearth/engine/template"
 )
@@ -90,8 +91,12 @@ func (s *Server) show(c echo.Context) error {
 	if t, err := template.Load(m.dir); err == nil {
 		out.Template = t.Source()
 	}
-	if cfg, err := config.Load(m.dir); err == nil {
-		out.Parameters = modelfileParameters(cfg.Generation)
+	ck := m.checkpoint
+	if ck == nil {
+		ck, _ = checkpoint.Read(m.dir)
+	}
+	if ck != nil {
+		out.Parameters = modelfileParameters(ck.Config.Generation)
 	}
 	return c.JSON(http.StatusOK, out)
 }

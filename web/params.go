@@ -39,19 +39,19 @@ func (p *samplingParams) optionsAs(maxTemp float64, name func(string) string) (s
 		name = func(s string) string { return s }
 	}
 	checks := []struct {
-		field  string
-		v      *float64
-		lo, hi float64
+		field string
+		v     *float64
+		r     sample.Range
 	}{
-		{"temperature", p.Temperature, 0, maxTemp},
-		{"top_p", p.TopP, 0, 1},
-		{"min_p", p.MinP, 0, 1},
-		{"presence_penalty", p.PresencePenalty, -2, 2},
-		{"frequency_penalty", p.FrequencyPenalty, -2, 2},
-		{"repetition_penalty", p.RepetitionPenalty, 0, 100},
+		{"temperature", p.Temperature, sample.Range{Lo: sample.TemperatureRange.Lo, Hi: min(maxTemp, sample.TemperatureRange.Hi)}},
+		{"top_p", p.TopP, sample.TopPRange},
+		{"min_p", p.MinP, sample.MinPRange},
+		{"presence_penalty", p.PresencePenalty, sample.PenaltyRange},
+		{"frequency_penalty", p.FrequencyPenalty, sample.PenaltyRange},
+		{"repetition_penalty", p.RepetitionPenalty, sample.RepetitionPenaltyRange},
 	}
 	for _, c := range checks {
-		if err := checkRange(name(c.field), c.v, c.lo, c.hi); err != nil {
+		if err := checkRange(name(c.field), c.v, c.r); err != nil {
 			return sample.Options{}, err
 		}
 	}

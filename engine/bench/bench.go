@@ -21,9 +21,8 @@ import (
 
 	"hearth/engine"
 	"hearth/engine/backend/cpu"
-	"hearth/engine/config"
+	"hearth/engine/checkpoint"
 	"hearth/engine/sample"
-	"hearth/engine/weights"
 )
 
 // Options say what to measure. The zero value of every field but one of
@@ -124,15 +123,17 @@ func Run(ctx context.Context, opt Options, w io.Writer) (*Report, error) {
 	} else {
 		rep.Model = dir
 	}
-	if err := rep.weightBytes(dir); err != nil {
+	ck, err := checkpoint.Read(dir)
+	if err != nil {
 		return nil, fmt.Errorf("bench %s: %w", dir, err)
 	}
+	rep.weightBytes(ck)
 
 	if opt.BandwidthBytes <= 0 {
 		opt.BandwidthBytes = max(rep.WeightBytesPerToken, 64<<20)
 	}
 	rss := startRSS()
-	err := rep.measure(ctx, dir, opt, rss)
+	err = rep.measure(ctx, ck, opt, rss)
 	rep.PeakRSSBytes = rss.finish()
 	if err != nil {
 		return nil, fmt.Errorf("bench %s: %w", rep.Model, err)
@@ -185,18 +186,11 @@ func (o Options) synthesize() (string, error) {
 // weightBytes fills the checkpoint size and the bytes one decode step
 // reads: every tensor, except that an untied embedding table is read one
 // row at a time (a tied one is read whole as the output head).
-func (r *Report) weightBytes(dir string) error {
-	sum, err := weights.Scan(dir)
-	if err != nil {
-		return err
-	}
+func (r *Report) weightBytes(ck *checkpoint.Checkpoint) {
+	sum := ck.Weights
 	r.WeightBytes = sum.Bytes
 	r.Params = sum.ParamCount
-	cfg, err := config.Load(dir)
-	if err != nil {
-		return err
-	}
-	tied := cfg.TieWordEmbeddings
+	tied := ck.Config.TieWordEmbeddings
 	var embed int64
 	for _, t := range sum.Tensors {
 		base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(t.Name, ".weight"), ".scales"), ".biases")
@@ -208,7 +202,6 @@ func (r *Report) weightBytes(dir string) error {
 	if !tied {
 		r.WeightBytesPerToken -= embed
 	}
-	return nil
 }
 
 // bandwidth measures the streaming-read bandwidth of the memory the
@@ -241,10 +234,10 @@ func (r *Report) bandwidth(m *engine.Model, opt Options, rss *rssSampler) (float
 	return bw.GBPerS, nil
 }
 
-func (r *Report) measure(ctx context.Context, dir string, opt Options, rss *rssSampler) error {
-	opt.logf("loading %s", dir)
+func (r *Report) measure(ctx context.Context, ck *checkpoint.Checkpoint, opt Options, rss *rssSampler) error {
+	opt.logf("loading %s", ck.Dir)
 	start := time.Now()
-	m, err := engine.Load(dir, opt.Engine)
+	m, err := engine.LoadCheckpoint(ck, opt.Engine)
 	if err != nil {
 		return err
 	}
@@ -254,7 +247,7 @@ func (r *Report) measure(ctx context.Context, dir string, opt Options, rss *rssS
 	if r.Backend == "cpu" {
 		r.Kernels = cpu.KernelSets()[0] // the set engine.Load's cpu backend picks
 	}
-	vocab := m.Config.VocabSize
+	vocab := m.Checkpoint.Config.VocabSize
 	// Warm-up: every weight read once (pages in, caches and plans made).
 	if _, _, err := decode(ctx, m, vocab, 8); err != nil {
 		return fmt.Errorf("warm-up: %w", err)

@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"hearth/engine"
+	"hearth/engine/checkpoint"
 	"hearth/engine/config"
-	"hearth/engine/weights"
 	"hearth/internal/testenv"
 	"hearth/internal/testmodels"
 )
@@ -29,10 +29,11 @@ func TestSynthesize(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			sum, err := weights.Scan(a)
+			ck, err := checkpoint.Read(a)
 			if err != nil {
 				t.Fatal(err)
 			}
+			sum, cfg := ck.Weights, ck.Config
 			s := shapes[testShape]
 			q4, kv := s.NumAttentionHeads*s.HeadDim, s.NumKeyValueHeads*s.HeadDim
 			perLayer := 4*s.HiddenSize*q4/2 + 2*s.HiddenSize*kv + 3*s.HiddenSize*s.IntermediateSize
@@ -46,10 +47,6 @@ func TestSynthesize(t *testing.T) {
 				if !bytes.Equal(x, y) {
 					t.Errorf("%s differs between two runs of the same shape", f)
 				}
-			}
-			cfg, err := config.Load(a)
-			if err != nil {
-				t.Fatal(err)
 			}
 			if cfg.HiddenSize != s.HiddenSize || cfg.NumHiddenLayers != s.NumHiddenLayers || (cfg.Quantization != nil) != (q != "bf16") {
 				t.Errorf("config.json: hidden %d, layers %d, quantization %s", cfg.HiddenSize, cfg.NumHiddenLayers, cfg.Quantization)
@@ -158,10 +155,12 @@ func TestWeightBytesUntied(t *testing.T) {
 	if err := synthesize(dir, s, quants[2]); err != nil {
 		t.Fatal(err)
 	}
-	var r Report
-	if err := r.weightBytes(dir); err != nil {
+	ck, err := checkpoint.Read(dir)
+	if err != nil {
 		t.Fatal(err)
 	}
+	var r Report
+	r.weightBytes(ck)
 	embed := int64(2 * s.VocabSize * s.HiddenSize)
 	if r.WeightBytes-r.WeightBytesPerToken != embed {
 		t.Errorf("per token %d of %d bytes, want all but the %d-byte embedding", r.WeightBytesPerToken, r.WeightBytes, embed)

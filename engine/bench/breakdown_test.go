@@ -10,6 +10,7 @@ import (
 
 	"hearth/engine"
 	"hearth/engine/backend/cpu"
+	"hearth/engine/checkpoint"
 	"hearth/engine/family"
 	"hearth/engine/tensor"
 )
@@ -36,19 +37,21 @@ func TestDecodeBreakdown(t *testing.T) {
 		t.Skip("no -breakdown shape")
 	}
 	opt, dir := breakdownModel(t)
-	var rep Report
-	if err := rep.weightBytes(dir); err != nil {
+	ck, err := checkpoint.Read(dir)
+	if err != nil {
 		t.Fatal(err)
 	}
+	var rep Report
+	rep.weightBytes(ck)
 	prof := &cpu.Profile{}
 	cpu.ProfileNextBackend(prof)
-	m, err := engine.Load(dir, opt.Engine)
+	m, err := engine.LoadCheckpoint(ck, opt.Engine)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Close()
 	ctx := context.Background()
-	vocab := m.Config.VocabSize
+	vocab := m.Checkpoint.Config.VocabSize
 	n := *breakdownSteps
 	seq, err := m.NewSequence(n + 9)
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"hearth/engine/backend/cpu"
-	"hearth/engine/config"
+	"hearth/engine/checkpoint"
 	"hearth/engine/families"
 	"hearth/engine/family"
 	"hearth/engine/nn"
@@ -30,10 +30,11 @@ type cpuModel struct {
 }
 
 func loadCPU(t testing.TB, dir string, opt cpu.Options) *cpuModel {
-	cfg, err := config.Load(dir)
+	ck, err := checkpoint.Read(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg := ck.Config
 	fam, err := families.Resolve(cfg)
 	if err != nil {
 		t.Fatal(err)

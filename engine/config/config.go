@@ -9,9 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 )
 
 // Config is a normalized model configuration. Field names are the Hugging
@@ -87,23 +84,6 @@ const (
 	Full    = "full_attention"
 	Sliding = "sliding_attention"
 )
-
-// Load reads dir/config.json and, when present, dir/generation_config.json.
-func Load(dir string) (*Config, error) {
-	raw, err := os.ReadFile(filepath.Join(dir, "config.json"))
-	if err != nil {
-		return nil, err
-	}
-	gen, err := os.ReadFile(filepath.Join(dir, "generation_config.json"))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, err
-	}
-	c, err := Parse(raw, gen)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "config.json"), err)
-	}
-	return c, nil
-}
 
 // Parse normalizes config.json bytes and optional generation_config.json
 // bytes (nil when absent).

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"hearth/engine/config"
+	"hearth/engine/checkpoint"
 	"hearth/engine/fit"
 	"hearth/internal/testmodels"
 )
@@ -97,10 +97,11 @@ func TestFromConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.model, func(t *testing.T) {
-			c, err := config.Load(filepath.Join(testmodels.Root(), tt.model))
+			ck, err := checkpoint.Read(filepath.Join(testmodels.Root(), tt.model))
 			if err != nil {
 				t.Fatal(err)
 			}
+			c := ck.Config
 			s := fit.FromConfig(c, 12345)
 			var kinds []string
 			for _, l := range s.Layers {

@@ -20,7 +20,7 @@ import (
 	"testing"
 
 	"hearth/engine"
-	"hearth/engine/config"
+	"hearth/engine/checkpoint"
 	"hearth/engine/fit"
 	"hearth/engine/tensor"
 	"hearth/engine/tokenizer"
@@ -105,7 +105,7 @@ func loadAndPrefill(j job, res *measurement) error {
 	rng := rand.New(rand.NewPCG(1, 2))
 	tokens := make([]int32, j.Prompt)
 	for i := range tokens {
-		tokens[i] = int32(rng.IntN(m.Config.VocabSize))
+		tokens[i] = int32(rng.IntN(m.Checkpoint.Config.VocabSize))
 	}
 	if _, err := seq.Forward(context.Background(), tokens, false); err != nil {
 		return err
@@ -144,15 +144,11 @@ func measure(t *testing.T, j job) measurement {
 // shapeOf reads dir the way admission does: config and headers only.
 func shapeOf(t *testing.T, dir string) fit.Shape {
 	t.Helper()
-	c, err := config.Load(dir)
+	ck, err := checkpoint.Read(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := weights.Scan(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fit.FromConfig(c, sum.Bytes)
+	return fit.FromConfig(ck.Config, ck.Weights.Bytes)
 }
 
 // synthetic describes a random-weight Llama checkpoint for the universal

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"hearth/engine/config"
+	"hearth/engine/checkpoint"
 	"hearth/engine/tensor"
 	"hearth/engine/weights"
 	"hearth/internal/testmodels"
@@ -44,14 +44,11 @@ func TestQuantizerMatchesOracle(t *testing.T) {
 			continue // the oracle re-drew weights for this variant
 		}
 		t.Run(q.Name, func(t *testing.T) {
-			cfg, err := config.Load(q.Path())
+			ck, err := checkpoint.Read(q.Path())
 			if err != nil {
 				t.Fatal(err)
 			}
-			qc, err := weights.ParseQuantConfig(cfg.Quantization)
-			if err != nil {
-				t.Fatal(err)
-			}
+			qc := ck.Quant
 			src, err := weights.Open(f.Path())
 			if err != nil {
 				t.Fatal(err)

@@ -8,16 +8,7 @@ import (
 	"testing"
 
 	"hearth/engine/family"
-	"hearth/engine/weights"
 )
-
-func summaryOf(names ...string) *weights.Summary {
-	s := &weights.Summary{}
-	for _, n := range names {
-		s.Tensors = append(s.Tensors, weights.Info{Name: n})
-	}
-	return s
-}
 
 func TestFingerprint(t *testing.T) {
 	a, err := Fingerprint([]byte(`{"model_type": "qwen3", "hidden_size": 64, "rope": {"theta": 1e6, "type": "default"}}`))

@@ -8,20 +8,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"hearth/engine/checkpoint"
 	"hearth/engine/config"
 	"hearth/engine/families"
 	"hearth/engine/family"
 	"hearth/engine/fit"
 	"hearth/engine/template"
-	"hearth/engine/tensor"
-	"hearth/engine/weights"
 )
 
 // Support tiers of a Record.
@@ -54,6 +52,9 @@ type Record struct {
 	Drafter       bool `json:"drafter"` // a draft model for speculative decoding only
 	// Shape is what fit needs; zero when the config or headers are broken.
 	Shape fit.Shape `json:"-"`
+	// Checkpoint is what the directory says about itself; nil when its
+	// config.json is missing or unreadable.
+	Checkpoint *checkpoint.Checkpoint `json:"-"`
 
 	err error // why the record cannot be served, for Resolve
 }
@@ -61,7 +62,7 @@ type Record struct {
 // Name is how the record is shown and asked for: the ID, with "@" and the
 // first ref (or the short commit) when the snapshot is not refs/main.
 func (r Record) Name() string {
-	if r.Builtin || r.Revision == "" || containsString(r.Refs, "main") {
+	if r.Builtin || r.Revision == "" || slices.Contains(r.Refs, "main") {
 		return r.ID
 	}
 	if len(r.Refs) > 0 {
@@ -117,45 +118,34 @@ func classify(dir, id, revision string, refs []string, profiles []ExactProfile) 
 		rec.Reason = err.Error()
 		return rec
 	}
-	raw, err := os.ReadFile(filepath.Join(dir, "config.json"))
-	if errors.Is(err, fs.ErrNotExist) {
+	ck, readErr := checkpoint.Read(dir)
+	if errors.Is(readErr, checkpoint.ErrNoConfig) {
 		return fail(errors.New("no config.json (not a model directory, or an incomplete download; run hearth pull again)"))
 	}
-	if err != nil {
-		return fail(err)
+	if ck == nil {
+		return fail(readErr)
 	}
-	gen, _ := os.ReadFile(filepath.Join(dir, "generation_config.json"))
-	cfg, err := config.Parse(raw, gen)
-	if err != nil {
-		return fail(fmt.Errorf("config.json: %w", err))
-	}
+	rec.Checkpoint = ck
+	cfg := ck.Config
 	rec.ModelType = cfg.ModelType
 	rec.ContextTokens = cfg.MaxPositionEmbeddings
 	rec.Drafter = rec.Drafter || drafterConfig(cfg)
-
-	sum, scanErr := weights.Scan(dir)
-	if missing := danglingLinks(dir); len(missing) > 0 {
-		sum, scanErr = nil, fmt.Errorf("%s: the download did not finish (the file's blob is missing); run hearth pull again", strings.Join(missing, ", "))
+	if ck.Weights != nil {
+		rec.Params, rec.Bytes = ck.Weights.ParamCount, ck.Weights.Bytes
+		rec.Shape = fit.FromConfig(cfg, ck.Weights.Bytes)
 	}
-	if scanErr != nil {
-		sum = nil
-	} else {
-		rec.Params, rec.Bytes = sum.ParamCount, sum.Bytes
-		rec.Shape = fit.FromConfig(cfg, sum.Bytes)
-	}
-	rec.Quantization = quantLabel(cfg, sum)
+	rec.Quantization = ck.Quantization()
 	fam, famErr := families.Resolve(cfg)
 	if famErr == nil {
 		rec.Family = fam.Name
 	}
-	_, quantErr := weights.ParseQuantConfig(cfg.Quantization)
-	for _, err := range []error{quantErr, famErr, scanErr} {
+	for _, err := range []error{famErr, readErr} {
 		if err != nil {
 			return fail(err)
 		}
 	}
-	present := towers(sum)
-	prof, err := resolveProfile(profiles, id, revision, raw, fam, present)
+	present := ck.Towers
+	prof, err := resolveProfile(profiles, id, revision, ck.ConfigJSON, fam, present)
 	if err != nil {
 		return fail(err)
 	}
@@ -201,30 +191,6 @@ func dryRender(dir string) error {
 	return nil
 }
 
-// danglingLinks lists the files of dir (a snapshot), down to two folders
-// deep, that are symlinks to a blob that is not there: what an interrupted
-// huggingface_hub download leaves behind.
-func danglingLinks(dir string) []string {
-	var out []string
-	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		if d.IsDir() && path != dir && strings.Count(strings.TrimPrefix(path, dir), string(filepath.Separator)) >= 3 {
-			return filepath.SkipDir // repo files sit at most a folder or two down; a local path may be any tree
-		}
-		if d.Type()&fs.ModeSymlink == 0 {
-			return nil
-		}
-		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-			rel, _ := filepath.Rel(dir, path)
-			out = append(out, filepath.ToSlash(rel))
-		}
-		return nil
-	})
-	return out
-}
-
 // drafterSuffixes end the names of repos that hold only a draft model.
 var drafterSuffixes = []string{"_assistant", "-assistant", "-draft", "_draft", "-drafter", "_drafter"}
 
@@ -259,81 +225,6 @@ func drafterConfig(c *config.Config) bool {
 	return false
 }
 
-// quantLabel names how the weights are stored: "q4g64" for MLX affine
-// quantization (the default bits and group size), "mixed" when only some
-// modules say, the quant_method of another scheme ("gptq", "fp8"), or the
-// dtype holding most bytes ("bf16").
-func quantLabel(c *config.Config, sum *weights.Summary) string {
-	if len(c.Quantization) > 0 {
-		qc, err := weights.ParseQuantConfig(c.Quantization)
-		switch {
-		case err == nil && qc.Label() != "":
-			return qc.Label()
-		case err != nil:
-			var q struct {
-				Method string `json:"quant_method"`
-			}
-			if json.Unmarshal(c.Quantization, &q) == nil && q.Method != "" {
-				return strings.ToLower(q.Method)
-			}
-			return "unknown"
-		}
-	}
-	if sum == nil {
-		// The headers are unreadable: say what the config claims.
-		for _, k := range []string{"dtype", "torch_dtype"} {
-			var d string
-			if json.Unmarshal(c.Text[k], &d) == nil {
-				if l, ok := dtypeLabels[d]; ok {
-					return l
-				}
-			}
-		}
-		return ""
-	}
-	bytes := map[tensor.DType]int64{}
-	for _, t := range sum.Tensors {
-		bytes[t.DType] += t.Length
-	}
-	var best tensor.DType
-	for d, n := range bytes {
-		if n > bytes[best] || n == bytes[best] && d < best {
-			best = d
-		}
-	}
-	if best == 0 {
-		return ""
-	}
-	return strings.ToLower(best.String())
-}
-
-// dtypeLabels maps config.json's dtype names onto quantization labels.
-var dtypeLabels = map[string]string{"float32": "f32", "bfloat16": "bf16", "float16": "f16"}
-
-// towerPrefixes are the tensor-name components that hold a vision or audio
-// tower in the checkpoints Hugging Face and mlx-vlm ship.
-var towerPrefixes = map[family.Caps][]string{
-	family.Vision: {"vision_tower", "visual", "vision_model", "vision_encoder", "image_encoder", "vision_embed_tokens"},
-	family.Audio:  {"audio_tower", "audio_model", "audio_encoder", "speech_encoder", "audio_embed_tokens"},
-}
-
-// towers reports which towers have tensors in the checkpoint: a name whose
-// first or second component ("model.vision_tower.…") is a tower prefix.
-func towers(sum *weights.Summary) family.Caps {
-	var caps family.Caps
-	for _, t := range sum.Tensors {
-		parts := strings.SplitN(t.Name, ".", 3)
-		for c, prefixes := range towerPrefixes {
-			for _, p := range prefixes {
-				if parts[0] == p || len(parts) > 1 && parts[1] == p {
-					caps |= c
-				}
-			}
-		}
-	}
-	return caps
-}
-
 // capabilities is what the family can do, with vision and audio kept only
 // when the checkpoint holds the tower.
 func capabilities(fam, present family.Caps) []string {
@@ -344,13 +235,4 @@ func capabilities(fam, present family.Caps) []string {
 	}
 	sort.Strings(names)
 	return names
-}
-
-func containsString(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }

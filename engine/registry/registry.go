@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -258,7 +259,7 @@ func (r *Registry) resolveRepo(repo, rev string, hasRev bool) (rec Record, ok bo
 	}
 	var pick []snapshot
 	for _, s := range snaps {
-		if containsString(s.refs, rev) || s.commit == rev {
+		if slices.Contains(s.refs, rev) || s.commit == rev {
 			pick = []snapshot{s}
 			break
 		}

@@ -23,23 +23,43 @@ type Options struct {
 	Seed              *uint64 // nil = random
 }
 
+// Range is the closed interval a parameter must lie in.
+type Range struct{ Lo, Hi float64 }
+
+// Contains reports whether v lies in r (NaN never does).
+func (r Range) Contains(v float64) bool { return v >= r.Lo && v <= r.Hi }
+
+// The ranges the sampler accepts. An API may narrow one (OpenAI's
+// temperature stops at 2, Anthropic's at 1) but checks against these,
+// so a request is never accepted by one layer and refused by the other.
+var (
+	TemperatureRange       = Range{0, 100}
+	TopPRange              = Range{0, 1}
+	MinPRange              = Range{0, 1}
+	PenaltyRange           = Range{-2, 2} // presence and frequency
+	RepetitionPenaltyRange = Range{0, 100}
+)
+
 // Validate names the first out-of-range parameter.
 func (o Options) Validate() error {
-	switch {
-	case o.Temperature < 0 || o.Temperature > 100 || math.IsNaN(o.Temperature):
-		return fmt.Errorf("temperature %v is out of range [0, 100]", o.Temperature)
-	case o.TopK < 0:
+	for _, c := range []struct {
+		name string
+		v    float64
+		r    Range
+	}{
+		{"temperature", o.Temperature, TemperatureRange},
+		{"top_p", o.TopP, TopPRange},
+		{"min_p", o.MinP, MinPRange},
+		{"repetition_penalty", o.RepetitionPenalty, RepetitionPenaltyRange},
+		{"presence_penalty", o.PresencePenalty, PenaltyRange},
+		{"frequency_penalty", o.FrequencyPenalty, PenaltyRange},
+	} {
+		if !c.r.Contains(c.v) {
+			return fmt.Errorf("%s %v is out of range [%v, %v]", c.name, c.v, c.r.Lo, c.r.Hi)
+		}
+	}
+	if o.TopK < 0 {
 		return fmt.Errorf("top_k %d must not be negative", o.TopK)
-	case o.TopP < 0 || o.TopP > 1 || math.IsNaN(o.TopP):
-		return fmt.Errorf("top_p %v is out of range [0, 1]", o.TopP)
-	case o.MinP < 0 || o.MinP > 1 || math.IsNaN(o.MinP):
-		return fmt.Errorf("min_p %v is out of range [0, 1]", o.MinP)
-	case o.RepetitionPenalty < 0 || math.IsNaN(o.RepetitionPenalty):
-		return fmt.Errorf("repetition_penalty %v must be positive", o.RepetitionPenalty)
-	case math.Abs(o.PresencePenalty) > 2 || math.IsNaN(o.PresencePenalty):
-		return fmt.Errorf("presence_penalty %v is out of range [-2, 2]", o.PresencePenalty)
-	case math.Abs(o.FrequencyPenalty) > 2 || math.IsNaN(o.FrequencyPenalty):
-		return fmt.Errorf("frequency_penalty %v is out of range [-2, 2]", o.FrequencyPenalty)
 	}
 	return nil
 }

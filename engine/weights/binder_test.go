@@ -166,7 +166,7 @@ func TestGlobMatch(t *testing.T) {
 
 // quantDir writes a 4-bit group-64 model whose embed_tokens is 8-bit group
 // 32 and whose lm_head is dense, with a config.json saying so.
-func quantDir(t *testing.T) (dir string, embed []float32) {
+func quantDir(t *testing.T) (dir string, embed []float32, q QuantConfig) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(61, 62))
 	dir = t.TempDir()
@@ -175,28 +175,21 @@ func quantDir(t *testing.T) (dir string, embed []float32) {
 	writeFile(t, dir, "model.safetensors", emb, qp,
 		randF32(rng, "lm_head.weight", 64, 128),
 		randF32(rng, "model.norm.weight", 128))
-	writeJSON(t, dir, configFile, map[string]any{
-		"model_type": "llama",
-		"quantization": map[string]any{
-			"group_size": 64, "bits": 4,
-			"model.embed_tokens": map[string]any{"group_size": 32, "bits": 8},
-			"lm_head":            false,
-		},
-	})
-	return dir, embed
+	q, err := ParseQuantConfig(json.RawMessage(`{"group_size": 64, "bits": 4,
+		"model.embed_tokens": {"group_size": 32, "bits": 8}, "lm_head": false}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, embed, q
 }
 
 func TestBinderQuantized(t *testing.T) {
-	dir, embed := quantDir(t)
+	dir, embed, q := quantDir(t)
 	s, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	q, err := readQuantConfig(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	b := NewBinder(s, q)
 
 	emb := b.Linear("model.embed_tokens")
@@ -320,8 +313,8 @@ func TestBinderBadTensors(t *testing.T) {
 }
 
 func TestScanQuantizedParamCount(t *testing.T) {
-	dir, _ := quantDir(t)
-	s, err := Scan(dir)
+	dir, _, q := quantDir(t)
+	s, err := Scan(dir, q)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,11 +338,14 @@ func TestScanQuantizedNeedsConfig(t *testing.T) {
 	dir := t.TempDir()
 	qw, _ := quantized(t, rng, "p", 4, 128, tensor.Quant{Bits: 4, GroupSize: 64})
 	writeFile(t, dir, "model.safetensors", qw)
-	if _, err := Scan(dir); err == nil || !strings.Contains(err.Error(), "config.json must say which") {
+	if _, err := Scan(dir, QuantConfig{}); err == nil || !strings.Contains(err.Error(), "config.json must say which") {
 		t.Errorf("Scan without config = %v, want an ambiguity error", err)
 	}
-	writeJSON(t, dir, configFile, map[string]any{"quantization_config": map[string]any{"group_size": 64, "bits": 4}})
-	s, err := Scan(dir)
+	q, err := ParseQuantConfig(json.RawMessage(`{"group_size": 64, "bits": 4}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Scan(dir, q)
 	if err != nil {
 		t.Fatal(err)
 	}

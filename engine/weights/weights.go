@@ -48,7 +48,6 @@ type Summary struct {
 const (
 	singleFile = "model.safetensors"
 	indexFile  = "model.safetensors.index.json"
-	configFile = "config.json"
 )
 
 // maxSmallJSON caps the size of the index and config files we read whole.
@@ -77,9 +76,9 @@ func ReadHeader(path string) ([]Info, map[string]string, error) {
 // Scan reads the headers of the checkpoint in dir (model.safetensors, or
 // model.safetensors.index.json and its shards, or every *.safetensors) and
 // sums sizes and parameters without loading any tensor. When the checkpoint
-// holds MLX-quantized weights, Scan reads config.json's quantization object
-// to count their logical parameters.
-func Scan(dir string) (*Summary, error) {
+// holds MLX-quantized weights, q (config.json's quantization, which the
+// checkpoint package reads) gives their logical shapes for the count.
+func Scan(dir string, q QuantConfig) (*Summary, error) {
 	l, err := discover(dir)
 	if err != nil {
 		return nil, err
@@ -100,25 +99,17 @@ func Scan(dir string) (*Summary, error) {
 		byName[in.Name] = in
 		s.Bytes += in.Length
 	}
-	var cfg *QuantConfig // read on first need
 	for _, in := range all {
 		prefix, kind := splitQuantName(in.Name)
 		if (kind == "scales" || kind == "biases") && isQuantWeight(byName, prefix) {
 			continue // scales and biases of a quantized weight
 		}
 		if kind == "weight" && isQuantWeight(byName, prefix) {
-			if cfg == nil {
-				c, err := readQuantConfig(dir)
-				if err != nil {
-					return nil, err
-				}
-				cfg = &c
-			}
-			q, err := cfg.quantFor(prefix, in.Shape, byName[prefix+".scales"].Shape)
+			wq, err := q.quantFor(prefix, in.Shape, byName[prefix+".scales"].Shape)
 			if err != nil {
 				return nil, err
 			}
-			logical, err := quantLogicalShape(prefix, in.Shape, byName[prefix+".scales"].Shape, q)
+			logical, err := quantLogicalShape(prefix, in.Shape, byName[prefix+".scales"].Shape, wq)
 			if err != nil {
 				return nil, err
 			}
@@ -147,34 +138,6 @@ func isQuantWeight(byName map[string]Info, prefix string) bool {
 	w, ok := byName[prefix+".weight"]
 	_, hasScales := byName[prefix+".scales"]
 	return ok && hasScales && w.DType == tensor.U32
-}
-
-// readQuantConfig reads the quantization object of dir/config.json, or the
-// zero QuantConfig when there is no config.json.
-func readQuantConfig(dir string) (QuantConfig, error) {
-	b, err := readSmall(filepath.Join(dir, configFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		return QuantConfig{}, nil
-	}
-	if err != nil {
-		return QuantConfig{}, err
-	}
-	var c struct {
-		Quantization       json.RawMessage `json:"quantization"`
-		QuantizationConfig json.RawMessage `json:"quantization_config"`
-	}
-	if err := json.Unmarshal(b, &c); err != nil {
-		return QuantConfig{}, fmt.Errorf("%s: %w", configFile, err)
-	}
-	raw := c.Quantization
-	if len(raw) == 0 || string(raw) == "null" {
-		raw = c.QuantizationConfig
-	}
-	q, err := ParseQuantConfig(raw)
-	if err != nil {
-		return QuantConfig{}, fmt.Errorf("%s: %w", configFile, err)
-	}
-	return q, nil
 }
 
 // readSmall reads a whole file that must stay under maxSmallJSON bytes.

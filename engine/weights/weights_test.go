@@ -78,7 +78,7 @@ func shardedDir(t *testing.T) string {
 
 func TestScanSharded(t *testing.T) {
 	dir := shardedDir(t)
-	s, err := Scan(dir)
+	s, err := Scan(dir, QuantConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestCheckpointErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			tt.setup(t, dir)
-			if _, err := Scan(dir); err == nil || !strings.Contains(err.Error(), tt.want) {
+			if _, err := Scan(dir, QuantConfig{}); err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("Scan error = %v, want it to contain %q", err, tt.want)
 			}
 			s, err := Open(dir)
@@ -182,7 +182,7 @@ func TestDiscoverLooseFiles(t *testing.T) {
 	writeFile(t, dir, "b.safetensors", randF32(rng, "y", 3))
 	writeFile(t, dir, "a.safetensors", randF32(rng, "x", 2))
 	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("not a shard"), 0o644)
-	s, err := Scan(dir)
+	s, err := Scan(dir, QuantConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +200,7 @@ func TestScanPrefersSingleFile(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	writeFile(t, dir, "model.safetensors", randF32(rng, "x", 2))
 	writeFile(t, dir, "consolidated.safetensors", randF32(rng, "x", 2))
-	s, err := Scan(dir)
+	s, err := Scan(dir, QuantConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

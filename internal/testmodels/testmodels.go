@@ -86,15 +86,23 @@ func (m *Manifest) Find(name string) (Entry, bool) {
 	return Entry{}, false
 }
 
-// WithTemplate copies the model name (a folder of testdata/models) into a
-// temporary folder of t with its tokenizer_config.json chat_template
-// replaced by tmpl ("" removes it), and returns the folder.
-func WithTemplate(t testing.TB, name, tmpl string) string {
+// Copy copies the model name (a folder of testdata/models) into a
+// temporary folder of t, which a test may damage, and returns the folder.
+func Copy(t testing.TB, name string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), name)
 	if err := os.CopyFS(dir, os.DirFS(filepath.Join(Root(), name))); err != nil {
 		t.Fatal(err)
 	}
+	return dir
+}
+
+// WithTemplate copies the model name (a folder of testdata/models) into a
+// temporary folder of t with its tokenizer_config.json chat_template
+// replaced by tmpl ("" removes it), and returns the folder.
+func WithTemplate(t testing.TB, name, tmpl string) string {
+	t.Helper()
+	dir := Copy(t, name)
 	path := filepath.Join(dir, "tokenizer_config.json")
 	raw, err := os.ReadFile(path)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"hearth/engine/backend/gpu"
 	"hearth/engine/cache"
+	"hearth/engine/checkpoint"
 	"hearth/engine/config"
 	"hearth/engine/families"
 	"hearth/engine/family"
@@ -90,10 +91,11 @@ func (t *tracked) freeAll() {
 
 func load(dir string, backend tensor.Backend) (*model, error) {
 	b := &tracked{Backend: backend}
-	cfg, err := config.Load(dir)
+	ck, err := checkpoint.Read(dir)
 	if err != nil {
 		return nil, err
 	}
+	cfg := ck.Config
 	fam, err := families.Resolve(cfg)
 	if err != nil {
 		return nil, err
