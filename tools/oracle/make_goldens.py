@@ -306,6 +306,73 @@ ARCHS.update({
     ),
 })
 
+# --- the flagship ports (issue 23): Gemma 4 text and Qwen 3.5, every
+# structural switch on in some entry. gemma4: per-layer input embeddings
+# (PLE, its table 4x16 = 64 wide so q4g64 quantizes it), the last two layers
+# sharing the KV of the last earlier layer of their type, double-wide MLPs
+# on the shared layers, sliding (window 6, default rope) and full layers
+# (head_dim 32, proportional rope on a quarter of it), final softcap.
+# gemma4_kv: attention_k_eq_v full layers (values are the keys' projection,
+# one global KV head). gemma4_moe: the MoE block beside the dense MLP
+# (router with its scale and per-expert scales, fused experts). qwen3_5:
+# Gated DeltaNet layers (conv 4, 2 key heads, 4 value heads) and a gated
+# full-attention layer with partial rope; the prompt crosses the reference's
+# delta-rule chunk of 64. qwen3_5_moe: the same stack with routed experts and
+# a gated shared expert.
+FLAGSHIP_VARIANTS = ("f32", "bf16", "q4g64")
+GEMMA4_COMMON = dict(
+    num_hidden_layers=4, head_dim=16, global_head_dim=32, hidden_activation="gelu_pytorch_tanh",
+    tie_word_embeddings=True, pad_token_id=0, rms_norm_eps=1e-6, sliding_window=6,
+    layer_types=["sliding_attention", "full_attention", "sliding_attention", "full_attention"],
+    vocab_size_per_layer_input=512,
+    rope_parameters={"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                     "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25,
+                                        "rope_theta": 1000000.0}},
+)
+ARCHS.update({
+    "gemma4": dict(
+        embed_std=0.05, config="Gemma4TextConfig", model="Gemma4ForCausalLM", seed=20000,
+        variants=FLAGSHIP_VARIANTS, buffers=("layer_scalar",),
+        kwargs=dict(GEMMA4_COMMON, hidden_size_per_layer_input=16, num_kv_shared_layers=2,
+                    use_double_wide_mlp=True, final_logit_softcapping=8.0),
+    ),
+    "gemma4_kv": dict(
+        embed_std=0.05, config="Gemma4TextConfig", model="Gemma4ForCausalLM", seed=21000,
+        variants=GENERIC_VARIANTS, buffers=("layer_scalar",),
+        kwargs=dict(GEMMA4_COMMON, hidden_size_per_layer_input=0, attention_k_eq_v=True,
+                    num_global_key_value_heads=1),
+    ),
+    "gemma4_moe": dict(
+        embed_std=0.05, config="Gemma4TextConfig", model="Gemma4ForCausalLM", seed=22000,
+        variants=GENERIC_VARIANTS, buffers=("layer_scalar",), moe=dict(mlx="experts", k=2, gemma4=True),
+        kwargs=dict(GEMMA4_COMMON, hidden_size_per_layer_input=0, attention_k_eq_v=True,
+                    num_global_key_value_heads=1, enable_moe_block=True, num_experts=4,
+                    top_k_experts=2, moe_intermediate_size=64),
+    ),
+    "qwen3_5": dict(
+        config="Qwen3_5TextConfig", model="Qwen3_5ForCausalLM", seed=23000, variants=FLAGSHIP_VARIANTS,
+        norm_offset=True, prompt_len=80,
+        kwargs=dict(num_hidden_layers=4, head_dim=16, rms_norm_eps=1e-6, tie_word_embeddings=False,
+                    layer_types=["linear_attention", "linear_attention", "linear_attention", "full_attention"],
+                    linear_conv_kernel_dim=4, linear_key_head_dim=16, linear_value_head_dim=16,
+                    linear_num_key_heads=2, linear_num_value_heads=4,
+                    rope_parameters={"rope_type": "default", "rope_theta": 1000000.0,
+                                     "partial_rotary_factor": 0.25, "mrope_section": [1, 1, 0]}),
+    ),
+    "qwen3_5_moe": dict(
+        config="Qwen3_5MoeTextConfig", model="Qwen3_5MoeForCausalLM", seed=24000, variants=GENERIC_VARIANTS,
+        norm_offset=True, prompt_len=80, moe=dict(mlx="mlp", k=2),
+        kwargs=dict(num_hidden_layers=4, head_dim=16, rms_norm_eps=1e-6, tie_word_embeddings=False,
+                    layer_types=["linear_attention", "linear_attention", "linear_attention", "full_attention"],
+                    linear_conv_kernel_dim=4, linear_key_head_dim=16, linear_value_head_dim=16,
+                    linear_num_key_heads=2, linear_num_value_heads=4,
+                    num_experts=4, num_experts_per_tok=2, moe_intermediate_size=64,
+                    shared_expert_intermediate_size=64,
+                    rope_parameters={"rope_type": "default", "rope_theta": 1000000.0,
+                                     "partial_rotary_factor": 0.25, "mrope_section": [1, 1, 0]}),
+    ),
+})
+
 # Per-expert module names (gate, up, down) in Hugging Face checkpoints.
 MOE_HF_NAMES = {"mixtral": ("w1", "w3", "w2")}
 MOE_ROUTER_QUANT = {"group_size": 64, "bits": 8}
@@ -320,7 +387,8 @@ def moe_layers(model, arch):
     for path, mod in model.named_modules():
         if not hasattr(mod, "experts") or not isinstance(mod.experts, nn.Module) or path.endswith(".experts"):
             continue
-        layer = path[: path.rindex(".") + 1]
+        # Gemma 4 keeps experts and router on the decoder layer itself.
+        layer = path + "." if ARCHS[arch]["moe"].get("gemma4") else path[: path.rindex(".") + 1]
         if path + ".experts.gate_up_proj" in params:
             e = params[path + ".experts.gate_up_proj"].shape[0]
             out.append((layer, path, e, "fused"))
@@ -330,6 +398,11 @@ def moe_layers(model, arch):
     if not out:
         raise RuntimeError(f"{arch}: no sparse block found")
     return out
+
+
+def router_path(arch, path):
+    """The module holding a block's router weight [experts, hidden]."""
+    return path + (".router.proj" if ARCHS[arch]["moe"].get("gemma4") else ".gate")
 
 
 def moe_expert_stacks(arch, master, path, e, layout):
@@ -401,7 +474,7 @@ def moe_to_mlx(arch, model, master, tensors, ref, qconf, stats, group_size, bits
             stats["quantized"].append(f"{dst}:g{g}b{b}")
         # anything else of the block (shared expert) keeps the model's path;
         # mlx-lm's names differ only where the block's name does (Mixtral)
-        if mp != path:
+        if mp != path and not ARCHS[arch]["moe"].get("gemma4"):
             for name in list(tensors):
                 if name.startswith(path + "."):
                     tensors[mp + name[len(path):]] = tensors.pop(name)
@@ -423,7 +496,7 @@ def moe_from_mlx(arch, loaded, ref_weights, model):
             for n, proj in zip(names, ("gate_proj", "up_proj", "down_proj")):
                 for i in range(e):
                     out[f"{path}.experts.{i}.{n}.weight"] = np.ascontiguousarray(st[proj][i])
-        if mp != path:
+        if mp != path and not ARCHS[arch]["moe"].get("gemma4"):
             for name in list(out):
                 if name.startswith(mp + "."):
                     out[path + name[len(mp):]] = out.pop(name)
@@ -443,7 +516,7 @@ class RouteGaps:
             return
         self.k = spec["k"]
         for layer, path, e, layout in moe_layers(model, arch):
-            gate = model.get_submodule(path + ".gate")
+            gate = model.get_submodule(router_path(arch, path))
             self.hooks.append(gate.register_forward_pre_hook(self._hook))
 
     def _hook(self, mod, args):
@@ -509,7 +582,7 @@ def param_seed(seed, name):
     return (seed * 1000003 + zlib.crc32(name.encode("utf-8"))) % (2**63 - 1)
 
 
-def init_weights(model, seed, norm_offset=False, embed_std=None):
+def init_weights(model, seed, norm_offset=False, embed_std=None, buffers=()):
     """Returns fresh float32 master weights {name: tensor} for every unique parameter.
 
     Linear weights N(0, 1/sqrt(in)), doubled for the residual-stream outputs
@@ -525,7 +598,9 @@ def init_weights(model, seed, norm_offset=False, embed_std=None):
     for name, p in model.named_parameters():
         g = torch.Generator(device="cpu").manual_seed(param_seed(seed, name))
         z = torch.randn(tuple(p.shape), generator=g, dtype=torch.float32)
-        if name.endswith("norm.weight") and norm_offset:
+        if name.endswith("linear_attn.norm.weight"):
+            w = 1.0 + 0.1 * z  # Qwen 3.5's gated norm multiplies by w, unlike its other norms
+        elif name.endswith("norm.weight") and norm_offset:
             w = 0.1 * z  # Gemma stores (scale - 1): the norm multiplies by 1 + w
         elif name.endswith("norm.weight"):
             w = 1.0 + 0.1 * z
@@ -542,11 +617,25 @@ def init_weights(model, seed, norm_offset=False, embed_std=None):
             w = 2.0 * z / float(p.shape[1]) ** 0.5
         elif p.ndim == 2:
             w = z / float(p.shape[1]) ** 0.5
+        elif name.endswith("A_log"):
+            w = torch.log(1.0 + 7.0 * torch.rand(tuple(p.shape), generator=g))  # A in [1, 8)
+        elif name.endswith("dt_bias"):
+            w = 0.5 * z
+        elif p.ndim == 1 and "layernorm_" in name:  # Gemma 4's numbered MoE norms (post_feedforward_layernorm_1)
+            w = 1.0 + 0.1 * z
+        elif name.endswith(("router.scale", "per_expert_scale")):
+            w = 1.0 + 0.2 * z
+        elif name.endswith("conv1d.weight"):  # depthwise [C, 1, K]
+            w = z / float(p.shape[2]) ** 0.5
         elif p.ndim == 3 and ".experts." in name:  # stacked experts [E, out, in], as for Linear
             w = (2.0 if name.endswith("down_proj") else 1.0) * z / float(p.shape[2]) ** 0.5
         else:
             raise RuntimeError(f"no init rule for parameter {name} {tuple(p.shape)}")
         master[name] = w.contiguous()
+    for name, b in model.named_buffers():
+        if name.rsplit(".", 1)[-1] in buffers:  # persistent ones a checkpoint carries (Gemma 4's layer_scalar)
+            g = torch.Generator(device="cpu").manual_seed(param_seed(seed, name))
+            master[name] = (1.0 + 0.2 * torch.randn(tuple(b.shape), generator=g, dtype=torch.float32)).contiguous()
     return master
 
 
@@ -554,11 +643,14 @@ def load_weights(model, weights):
     with torch.no_grad():
         for name, p in model.named_parameters():
             p.copy_(weights[name])
+        for name, b in model.named_buffers():
+            if name in weights:
+                b.copy_(weights[name])
 
 
-def make_prompt(seed, vocab):
+def make_prompt(seed, vocab, length=PROMPT_LEN):
     rng = random.Random(seed)
-    return [COMMON["bos_token_id"]] + [rng.randrange(3, vocab) for _ in range(PROMPT_LEN - 1)]
+    return [COMMON["bos_token_id"]] + [rng.randrange(3, vocab) for _ in range(length - 1)]
 
 
 def logits_of(model, ids):
@@ -763,8 +855,9 @@ def build_entry(arch, variant, out_dir, args_list):
         tied = is_tied(model)
         if tied != bool(config.tie_word_embeddings):
             raise RuntimeError(f"tied={tied} but tie_word_embeddings={config.tie_word_embeddings}")
-        master = init_weights(model, seed, ARCHS[arch].get("norm_offset", False), ARCHS[arch].get("embed_std"))
-        prompt = make_prompt(seed, config.vocab_size)
+        master = init_weights(model, seed, ARCHS[arch].get("norm_offset", False), ARCHS[arch].get("embed_std"),
+                              ARCHS[arch].get("buffers", ()))
+        prompt = make_prompt(seed, config.vocab_size, ARCHS[arch].get("prompt_len", PROMPT_LEN))
         tensors = qconf = qstats = None
         if variant == "f32":
             ref = master
