@@ -79,10 +79,12 @@ type Generation struct {
 	DoSample          *bool   `json:"do_sample"`
 }
 
-// Full and Sliding are the layer types.
+// Full, Sliding and Linear are the layer types. Linear layers (Qwen 3.5's
+// Gated DeltaNet) keep a fixed-size state instead of keys and values.
 const (
 	Full    = "full_attention"
 	Sliding = "sliding_attention"
+	Linear  = "linear_attention"
 )
 
 // Parse normalizes config.json bytes and optional generation_config.json
@@ -209,8 +211,8 @@ func (c *Config) layerTypes(r reader) error {
 			return fmt.Errorf(`"layer_types" has %d entries for %d layers`, len(c.LayerTypes), c.NumHiddenLayers)
 		}
 		for i, t := range c.LayerTypes {
-			if t != Full && t != Sliding {
-				return fmt.Errorf(`"layer_types"[%d] is %q (want %q or %q)`, i, t, Full, Sliding)
+			if t != Full && t != Sliding && t != Linear {
+				return fmt.Errorf(`"layer_types"[%d] is %q (want %q, %q or %q)`, i, t, Full, Sliding, Linear)
 			}
 			if t == Sliding && window <= 0 {
 				return fmt.Errorf(`"layer_types"[%d] is %q but "sliding_window" is not set`, i, t)

@@ -19,15 +19,29 @@ const (
 // their sum when norm is set (norm_topk_prob) — and columns [k, 2k) their
 // ids. Scores are computed in float32, as transformers does.
 func (g *Graph) Route(scores T, k, scoring int, norm bool) T {
+	return g.RouteScaled(scores, k, scoring, norm, T{})
+}
+
+// RouteScaled is Route whose weights are then multiplied by the chosen
+// expert's entry of scale [experts] (Gemma 4's per_expert_scale, applied
+// after the renormalisation); a none scale is Route.
+func (g *Graph) RouteScaled(scores T, k, scoring int, norm bool, scale T) T {
 	ss := g.Shape(scores)
 	if len(ss) != 2 || k < 1 || k > ss[1] || (scoring != RouteSoftmax && scoring != RouteSigmoid) {
 		return g.fail("route: scores %v, top %d, scoring %d", ss, k, scoring)
+	}
+	in := []T{scores}
+	if !scale.IsNone() {
+		if sc := g.Shape(scale); len(sc) != 1 || sc[0] != ss[1] {
+			return g.fail("route: scores %v, expert scale %v", ss, sc)
+		}
+		in = append(in, scale)
 	}
 	flag := 0
 	if norm {
 		flag = 1
 	}
-	return g.add(Node{Op: OpRoute, In: []T{scores}, Shape: []int{ss[0], 2 * k}, I: [3]int{k, scoring, flag}})
+	return g.add(Node{Op: OpRoute, In: in, Shape: []int{ss[0], 2 * k}, I: [3]int{k, scoring, flag}})
 }
 
 // ExpertMatMul multiplies, for each row t and each of its k routed experts

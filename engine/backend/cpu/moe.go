@@ -48,6 +48,12 @@ func (b *Backend) route(g *tensor.Graph, i int) error {
 	}
 	e := g.Shape(n.In[0])[1]
 	k, scoring, norm := n.I[0], n.I[1], n.I[2] != 0
+	var scale []float32 // per-expert factors (RouteScaled)
+	if len(n.In) > 1 {
+		if scale = b.f32(n.In[1]); scale == nil {
+			return fmt.Errorf("route expert scale has no float data")
+		}
+	}
 	out := b.vals[i]
 	if cap(b.scratch.moeIDs) < k {
 		b.scratch.moeIDs = make([]int, k)
@@ -82,6 +88,9 @@ func (b *Backend) route(g *tensor.Graph, i int) error {
 			}
 		}
 		for j, id := range ids {
+			if scale != nil {
+				o[j] *= scale[id]
+			}
 			o[k+j] = float32(id)
 		}
 	}

@@ -19,7 +19,20 @@ func (c *compiler) route(i int) error {
 	}
 	n, e := nd.Shape[0], g.Shape(nd.In[0])[1]
 	out, off := c.out(i)
-	c.add(kspec{label: "Route", src: source("route", nil), ops: []operand{x, out},
+	ops := []operand{x, out}
+	data := map[string]any{}
+	if len(nd.In) > 1 { // RouteScaled: the per-expert factors, as a weight of any float dtype
+		a, sops, err := c.weight(nd.In[1], 0, "es", 3, e, false)
+		if err != nil {
+			return err
+		}
+		if a.Kind.quantized() {
+			return fmt.Errorf("a route's expert scale cannot be quantized")
+		}
+		data["Scale"] = a.String()
+		ops = append(ops, sops...)
+	}
+	c.add(kspec{label: "Route", src: source("route", data), ops: ops,
 		params: func(g *tensor.Graph, p *[16]uint32) {
 			nd := &g.Nodes[i]
 			p[0], p[1], p[2] = uint32(n), uint32(e), uint32(nd.I[0])

@@ -19,17 +19,23 @@ func moe(add func(tensor.Op, string, func(*checker, *tensor.Graph) (tensor.T, []
 		scoring    int
 		norm       bool
 		scoreScale float32
+		scaled     bool // RouteScaled, with a per-expert factor
 	}{
-		{"Route/softmax", 5, 7, 3, tensor.RouteSoftmax, false, 2},
-		{"Route/softmax-norm", 6, 8, 2, tensor.RouteSoftmax, true, 3},
-		{"Route/sigmoid-norm", 4, 9, 4, tensor.RouteSigmoid, true, 2},
-		{"Route/sigmoid-top1", 3, 5, 1, tensor.RouteSigmoid, false, 1},
-		{"Route/wide", 2, 67, 8, tensor.RouteSoftmax, true, 4},
+		{"Route/softmax", 5, 7, 3, tensor.RouteSoftmax, false, 2, false},
+		{"Route/softmax-norm", 6, 8, 2, tensor.RouteSoftmax, true, 3, false},
+		{"Route/sigmoid-norm", 4, 9, 4, tensor.RouteSigmoid, true, 2, false},
+		{"Route/sigmoid-top1", 3, 5, 1, tensor.RouteSigmoid, false, 1, false},
+		{"Route/wide", 2, 67, 8, tensor.RouteSoftmax, true, 4, false},
+		{"Route/softmax-norm-scaled", 5, 6, 2, tensor.RouteSoftmax, true, 2, true},
 	} {
 		add(tensor.OpRoute, tc.name, func(c *checker, g *tensor.Graph) (tensor.T, []float64) {
 			s := c.randn(tc.n * tc.e)
 			for i := range s {
 				s[i] *= tc.scoreScale
+			}
+			scale := c.randn(tc.e)
+			for i := range scale {
+				scale[i] = 1 + scale[i]/4
 			}
 			want := make([]float64, 0, tc.n*2*tc.k)
 			for r := 0; r < tc.n; r++ {
@@ -61,11 +67,17 @@ func moe(add func(tensor.Op, string, func(*checker, *tensor.Graph) (tensor.T, []
 					if tc.norm {
 						w /= top
 					}
+					if tc.scaled {
+						w *= float64(scale[id])
+					}
 					want = append(want, w)
 				}
 				for _, id := range ids[:tc.k] {
 					want = append(want, float64(id))
 				}
+			}
+			if tc.scaled {
+				return g.RouteScaled(g.Input(s, tc.n, tc.e), tc.k, tc.scoring, tc.norm, g.Input(scale, tc.e)), want
 			}
 			return g.Route(g.Input(s, tc.n, tc.e), tc.k, tc.scoring, tc.norm), want
 		})

@@ -9,6 +9,7 @@ struct Params {
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(1) var<storage, read> X: array<f32>;
 @group(0) @binding(2) var<storage, read_write> O: array<f32>;
+{{with .Scale}}{{.}}{{end}}
 {{template "grid"}}
 
 @compute @workgroup_size(64)
@@ -57,6 +58,11 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 			O[o + j] = O[o + j] / tot;
 		}
 	}
+{{- if .Scale}}
+	for (var j = 0u; j < P.k; j++) {
+		O[o + j] = O[o + j] * es_get(0u, u32(O[o + P.k + j]));
+	}
+{{- end}}
 }
 {{end}}
 
