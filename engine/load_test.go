@@ -16,26 +16,6 @@ import (
 	"hearth/internal/testmodels"
 )
 
-// rewrite loads the model's tensors, lets edit change the list, and writes
-// the checkpoint back.
-func rewrite(t *testing.T, dir string, edit func([]tensor.Weight) []tensor.Weight) {
-	t.Helper()
-	set, err := weights.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ws []tensor.Weight
-	for _, name := range set.Names() {
-		info, _ := set.Info(name)
-		raw, _ := set.Bytes(name)
-		ws = append(ws, tensor.Weight{Name: name, DType: info.DType, Shape: info.Shape, Data: append([]byte(nil), raw...)})
-	}
-	set.Close()
-	if err := weights.Write(filepath.Join(dir, "model.safetensors"), edit(ws), nil); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestLoadRejectsBrokenCheckpoints(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -56,7 +36,7 @@ func TestLoadRejectsBrokenCheckpoints(t *testing.T) {
 			os.WriteFile(p, raw, 0o644)
 		}, []string{"model.safetensors", "header"}},
 		{"missing tensor", func(t *testing.T, dir string) {
-			rewrite(t, dir, func(ws []tensor.Weight) []tensor.Weight {
+			testmodels.Rewrite(t, dir, func(ws []tensor.Weight) []tensor.Weight {
 				var out []tensor.Weight
 				for _, w := range ws {
 					if w.Name != "model.layers.1.mlp.up_proj.weight" {
@@ -67,12 +47,12 @@ func TestLoadRejectsBrokenCheckpoints(t *testing.T) {
 			})
 		}, []string{"missing", "model.layers.1.mlp.up_proj.weight"}},
 		{"extra tensor", func(t *testing.T, dir string) {
-			rewrite(t, dir, func(ws []tensor.Weight) []tensor.Weight {
+			testmodels.Rewrite(t, dir, func(ws []tensor.Weight) []tensor.Weight {
 				return append(ws, tensor.Weight{Name: "model.layers.0.mlp.surprise.weight", DType: tensor.F32, Shape: []int{2}, Data: make([]byte, 8)})
 			})
 		}, []string{"model.layers.0.mlp.surprise.weight"}},
 		{"wrong shape", func(t *testing.T, dir string) {
-			rewrite(t, dir, func(ws []tensor.Weight) []tensor.Weight {
+			testmodels.Rewrite(t, dir, func(ws []tensor.Weight) []tensor.Weight {
 				for i, w := range ws {
 					if w.Name == "model.layers.0.mlp.up_proj.weight" {
 						ws[i].Shape = []int{w.Shape[1], w.Shape[0]}
@@ -112,7 +92,7 @@ func TestLoadRejectsBrokenCheckpoints(t *testing.T) {
 
 func TestLoadErrorTypes(t *testing.T) {
 	dir := testmodels.Copy(t, "qwen3-f32")
-	rewrite(t, dir, func(ws []tensor.Weight) []tensor.Weight { return ws[1:] })
+	testmodels.Rewrite(t, dir, func(ws []tensor.Weight) []tensor.Weight { return ws[1:] })
 	_, err := engine.Load(dir, engine.Options{})
 	var audit *weights.AuditError
 	if !errors.As(err, &audit) || len(audit.Missing) != 1 {

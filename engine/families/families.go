@@ -7,12 +7,26 @@ package families
 import (
 	"hearth/engine/config"
 	"hearth/engine/family"
+	"hearth/engine/family/gemma4"
 	"hearth/engine/family/universal"
+	"hearth/engine/fit"
 )
 
 // list is the registry, in resolution order: targeted ports first, the
 // generic tier last, so a descriptor never shadows a port.
-var list = []*family.Family{&universal.Family}
+var list = []*family.Family{&gemma4.Family, &universal.Family}
+
+// Shape is fit.FromConfig with the cache layout of the family that runs c,
+// when it declares its own (family.Family.CacheLayers).
+func Shape(c *config.Config, weightBytes int64) fit.Shape {
+	s := fit.FromConfig(c, weightBytes)
+	if f, err := Resolve(c); err == nil && f.CacheLayers != nil {
+		if layers, err := f.CacheLayers(c); err == nil {
+			s.Layers = layers
+		}
+	}
+	return s
+}
 
 // Resolve returns the family that runs c, or an error wrapping
 // family.ErrUnsupported that lists the supported model types.

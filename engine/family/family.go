@@ -11,6 +11,7 @@ import (
 
 	"hearth/engine/cache"
 	"hearth/engine/config"
+	"hearth/engine/fit"
 	"hearth/engine/nn"
 	"hearth/engine/tensor"
 )
@@ -59,6 +60,11 @@ type Family struct {
 	// Types lists the model_type values Accepts takes, for error messages.
 	Types func() []string
 	New   func(c *config.Config, l *nn.Loader) (Model, error)
+	// CacheLayers is what each layer's cache holds, for the fit estimate,
+	// when it is not fit.FromConfig's one KV cache per layer (layers that
+	// share another's cache, recurrent state, per-layer head sizes); nil
+	// means FromConfig's.
+	CacheLayers func(c *config.Config) ([]fit.Layer, error)
 }
 
 // Model is a family's graph over weights already on a backend.

@@ -11,7 +11,7 @@ import (
 )
 
 // RopeTypes lists the rope_type values NewRope computes.
-var RopeTypes = []string{"default", "linear", "llama3", "longrope", "su", "yarn", "dynamic"}
+var RopeTypes = []string{"default", "linear", "llama3", "longrope", "su", "yarn", "dynamic", "proportional"}
 
 // Rope is a layer's rotary embedding. Most types have one table; LongRoPE
 // switches to its long table once a pass reaches past the original context,
@@ -67,6 +67,9 @@ func (r *Rope) WithTraditional() *Rope {
 // transformers' modeling_rope_utils does (float32 throughout).
 // maxPositions is the config's max_position_embeddings.
 func NewRope(c config.Rope, headDim, maxPositions int) (*Rope, error) {
+	if c.Type == "proportional" {
+		return proportional(c, headDim)
+	}
 	dims := int(float64(headDim) * c.PartialRotaryFactor)
 	dims -= dims % 2
 	if dims <= 0 {
@@ -101,6 +104,31 @@ func NewRope(c config.Rope, headDim, maxPositions int) (*Rope, error) {
 		return nil, fmt.Errorf("unsupported rope type %q (supported: %v)", c.Type, RopeTypes)
 	}
 	return &Rope{short: table(inv, 1)}, nil
+}
+
+// proportional is Gemma 4's rope: the first partial_rotary_factor of the
+// head's frequency pairs are 1/theta^(2i/head_dim) (exponents over the whole
+// head, unlike partial rotary), the rest 0 — they rotate by nothing — and the
+// pairs are (i, i + head_dim/2) across the whole head; all divided by
+// factor.
+func proportional(c config.Rope, headDim int) (*Rope, error) {
+	angles := int(math.Floor(c.PartialRotaryFactor * float64(headDim) / 2))
+	if headDim < 2 || headDim%2 != 0 || angles < 0 || angles > headDim/2 {
+		return nil, fmt.Errorf("rope proportional: partial_rotary_factor %v for head_dim %d", c.PartialRotaryFactor, headDim)
+	}
+	factor := float32(1)
+	if _, ok := c.Params["factor"]; ok {
+		if c.Factor <= 0 {
+			return nil, fmt.Errorf("rope proportional: factor %v must be positive", c.Factor)
+		}
+		factor = float32(c.Factor)
+	}
+	inv := make([]float32, headDim/2)
+	copy(inv, defaultInvFreq(c.Theta, headDim)[:angles])
+	for i := range inv {
+		inv[i] /= factor
+	}
+	return &Rope{short: &tensor.Rope{InvFreq: inv, Dims: headDim, Scale: 1}}, nil
 }
 
 // defaultInvFreq is 1 / theta^(2i/dims), with the exponent formed in

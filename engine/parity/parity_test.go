@@ -46,11 +46,16 @@ func TestChunkedPrefill(t *testing.T) {
 }
 
 func checkEntry(t *testing.T, e testmodels.Entry, opt engine.Options) {
+	checkDir(t, e, e.Path(), opt)
+}
+
+// checkDir holds the checkpoint in dir to entry e's golden.
+func checkDir(t *testing.T, e testmodels.Entry, dir string, opt engine.Options) {
 	g, err := e.Golden()
 	if err != nil {
 		t.Fatal(err)
 	}
-	model, err := engine.Load(e.Path(), opt)
+	model, err := engine.Load(dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}

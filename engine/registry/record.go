@@ -132,7 +132,7 @@ func classify(dir, id, revision string, refs []string, profiles []ExactProfile) 
 	rec.Drafter = rec.Drafter || drafterConfig(cfg)
 	if ck.Weights != nil {
 		rec.Params, rec.Bytes = ck.Weights.ParamCount, ck.Weights.Bytes
-		rec.Shape = fit.FromConfig(cfg, ck.Weights.Bytes)
+		rec.Shape = families.Shape(cfg, ck.Weights.Bytes)
 	}
 	rec.Quantization = ck.Quantization()
 	fam, famErr := families.Resolve(cfg)

@@ -5,6 +5,8 @@ package testmodels
 import (
 	"encoding/json"
 	"fmt"
+	"hearth/engine/tensor"
+	"hearth/engine/weights"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -124,4 +126,25 @@ func WithTemplate(t testing.TB, name, tmpl string) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// Rewrite loads the tensors of the checkpoint in dir (a test's copy), lets
+// edit change the list (rename, drop, add), and writes it back as one
+// model.safetensors.
+func Rewrite(t testing.TB, dir string, edit func([]tensor.Weight) []tensor.Weight) {
+	t.Helper()
+	set, err := weights.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ws []tensor.Weight
+	for _, name := range set.Names() {
+		info, _ := set.Info(name)
+		raw, _ := set.Bytes(name)
+		ws = append(ws, tensor.Weight{Name: name, DType: info.DType, Shape: info.Shape, Data: append([]byte(nil), raw...)})
+	}
+	set.Close()
+	if err := weights.Write(filepath.Join(dir, "model.safetensors"), edit(ws), nil); err != nil {
+		t.Fatal(err)
+	}
 }
