@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 
 	"hearth/assets"
 	"hearth/engine/pool"
@@ -13,12 +12,9 @@ import (
 // first use under the user's cache directory ($XDG_CACHE_HOME, else the
 // platform's: ~/.cache on Linux, ~/Library/Caches on macOS).
 func (c *cli) defaultModel() (pool.Model, error) {
-	root := c.env.Getenv("XDG_CACHE_HOME")
-	if root == "" {
-		var err error
-		if root, err = os.UserCacheDir(); err != nil {
-			return pool.Model{}, fmt.Errorf("starter model: no cache directory: %w", err)
-		}
+	root, err := c.cacheRoot()
+	if err != nil {
+		return pool.Model{}, fmt.Errorf("starter model: no cache directory: %w", err)
 	}
 	dir, err := assets.Starter(root)
 	if err != nil {

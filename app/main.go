@@ -4,9 +4,9 @@
 //	hearth [serve]            start the server (the default command)
 //	hearth menu               start the server with the menu-bar app (the default in Hearth.app)
 //	hearth run MODEL [PROMPT] chat in the terminal, or answer PROMPT
-//	hearth ls                 list the models in the Hugging Face cache
+//	hearth ls [--available]   list the models in the Hugging Face cache, or the catalog
 //	hearth ps                 show what the running server has loaded
-//	hearth pull MODEL         download a model into the Hugging Face cache
+//	hearth pull MODEL         download a model (a catalog name such as llama3.2, or org/name)
 //	hearth rm MODEL           delete a model from the Hugging Face cache
 //	hearth version            print the version
 //
@@ -76,9 +76,9 @@ func commands() []command {
 		{"serve", "serve [flags]", "start the HTTP server (the default)", (*cli).serve},
 		{"menu", "menu [flags]", "start the server with the menu-bar app (the default in Hearth.app)", (*cli).menu},
 		{"run", "run [flags] MODEL [PROMPT]", "chat with MODEL in the terminal, or answer PROMPT", (*cli).runModel},
-		{"ls", "ls", "list the models in the Hugging Face cache", (*cli).ls},
+		{"ls", "ls [--available]", "list the models in the Hugging Face cache (--available: the catalog of models to pull)", (*cli).ls},
 		{"ps", "ps [flags]", "show what the running server has loaded", (*cli).ps},
-		{"pull", "pull MODEL", "download MODEL into the Hugging Face cache", (*cli).pull},
+		{"pull", "pull MODEL", "download MODEL (a catalog name such as llama3.2, or org/name) into the Hugging Face cache", (*cli).pull},
 		{"rm", "rm MODEL", "delete MODEL from the Hugging Face cache", (*cli).rm},
 		{"bench", "bench [flags]", "measure prefill and decode speed on a model or a synthetic one", (*cli).bench},
 		{"version", "version", "print the version", (*cli).version},

@@ -18,11 +18,11 @@ import (
 
 // registry is the process's model registry over the Hugging Face cache,
 // made on first use, with the built-in starter model registered when it
-// can be extracted. One registry keeps its memo of records, so the menu's
+// can be extracted, and the model catalog's short names ("llama3.2"). One registry keeps its memo of records, so the menu's
 // listing every few seconds reads only what changed.
 func (c *cli) registry() *registry.Registry {
 	c.reg.once.Do(func() {
-		c.reg.r = registry.New(c.hub().CacheDir)
+		c.reg.r = registry.New(c.hub().CacheDir).WithCatalog(c.catalog(nil)).WithAliases(c.aliasPath())
 		if def, err := c.defaultModel(); err == nil {
 			c.reg.r.WithBuiltin(registry.Builtin{ID: def.ID, Dir: def.Dir})
 		}
@@ -79,12 +79,17 @@ func admit(rec registry.Record, ctxTokens int) (pool.Model, error) {
 	return m, nil
 }
 
-// ls prints the models in the Hugging Face cache (and the built-in one).
+// ls prints the models in the Hugging Face cache (and the built-in one),
+// or with --available the catalog of models to pull.
 func (c *cli) ls(args []string) error {
 	fs := c.flags("ls", "ls [flags]")
 	ctx := fs.Int("ctx", 0, "judge fit at this context length (0 = the default a load uses)")
+	avail := fs.Bool("available", false, "list the model catalog instead: models to pull by short name, best fit for this machine first")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *avail {
+		return c.available(*ctx)
 	}
 	reg := c.registry()
 	recs, err := reg.List()
@@ -113,10 +118,14 @@ func (c *cli) hub() registry.Env {
 	return registry.HubEnv(c.env.Getenv, home)
 }
 
-// pullModel downloads name ("org/name" or "org/name@revision") into the
-// cache.
+// pullModel downloads name ("org/name", "org/name@revision", or a catalog
+// short name such as "llama3.2" or "qwen3:8b") into the cache.
 func (c *cli) pullModel(ctx context.Context, name string, progress func(registry.Progress)) error {
-	repo, rev, _ := strings.Cut(name, "@")
+	target, err := c.registry().Catalog().PullTarget(name)
+	if err != nil {
+		return err
+	}
+	repo, rev, _ := strings.Cut(target, "@")
 	env := c.hub()
 	return registry.Pull(ctx, registry.PullOptions{Endpoint: env.Endpoint, Token: env.Token, CacheDir: env.CacheDir, Repo: repo, Revision: rev}, progress)
 }
@@ -124,19 +133,25 @@ func (c *cli) pullModel(ctx context.Context, name string, progress func(registry
 // pull downloads models into the Hugging Face cache and says how well
 // Hearth supports each.
 func (c *cli) pull(args []string) error {
-	fs := c.flags("pull", "pull MODEL[@REVISION]...")
+	fs := c.flags("pull", "pull MODEL[@REVISION]... (a catalog name such as llama3.2, or a Hugging Face repo id)")
+	catalog := fs.Bool("catalog", false, "update the model catalog (hearth ls --available) from the URL in HEARTH_CATALOG_URL")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() == 0 {
-		fs.Usage()
-		return errors.New("pull: name a model, e.g. hearth pull Qwen/Qwen3-0.6B")
-	}
 	ctx, stop := signal.NotifyContext(c.context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if *catalog {
+		return c.pullCatalog(ctx)
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return errors.New("pull: name a model, e.g. hearth pull llama3.2 or hearth pull Qwen/Qwen3-0.6B (hearth ls --available lists the catalog)")
+	}
+	c.catalog(c.stderr) // say so if a fetched catalog is being ignored
 	for _, name := range fs.Args() {
 		bar := registry.NewBar(c.stderr)
 		if err := c.pullModel(ctx, name, bar.Update); err != nil {
+			bar.End() // the error goes on a line of its own
 			return err
 		}
 		rec, err := c.registry().Resolve(name)
@@ -144,7 +159,11 @@ func (c *cli) pull(args []string) error {
 		case err != nil:
 			fmt.Fprintf(c.stdout, "%s: downloaded, but Hearth cannot serve it: %v\n", name, err)
 		default:
-			fmt.Fprintf(c.stdout, "%s: %s tier (%s), %s; run: hearth run %s\n", rec.Name(), rec.Tier, rec.Family, fit.FormatBytes(rec.Bytes), rec.Name())
+			run := rec.Name()
+			if !strings.Contains(name, "/") {
+				run = name // a catalog name: it runs by that name too
+			}
+			fmt.Fprintf(c.stdout, "%s: %s tier (%s), %s; run: hearth run %s\n", rec.Name(), rec.Tier, rec.Family, fit.FormatBytes(rec.Bytes), run)
 		}
 	}
 	return nil

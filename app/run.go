@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +15,7 @@ import (
 
 	"hearth/engine"
 	"hearth/engine/sample"
+	"hearth/web"
 )
 
 // chat is a conversation with a loaded model in the terminal.
@@ -30,9 +32,10 @@ type chat struct {
 func (c *cli) runModel(args []string) error {
 	fs := c.flags("run", "run [flags] MODEL [PROMPT]")
 	rf := c.runnerFlags(fs)
-	temp := fs.Float64("temperature", 0.8, "sampling temperature (0 = greedy)")
-	topP := fs.Float64("top-p", 0.95, "nucleus sampling probability mass (1 = off)")
-	topK := fs.Int("top-k", 0, "sample among the k most likely tokens (0 = off)")
+	// Unset sampling flags take the model's defaults, as the server does.
+	temp := fs.Float64("temperature", 0, "sampling temperature, 0 = greedy (default: the model's generation_config.json, else 1, as the server)")
+	topP := fs.Float64("top-p", 0, "nucleus sampling probability mass, 1 = off (default: the model's, else off)")
+	topK := fs.Int("top-k", 0, "sample among the k most likely tokens, 0 = off (default: the model's, else off)")
 	seed := fs.Int64("seed", -1, "random seed (-1 = random)")
 	maxTokens := fs.Int("max-tokens", 0, "most tokens per answer (0 = until the context is full)")
 	system := fs.String("system", "", "system prompt")
@@ -42,7 +45,24 @@ func (c *cli) runModel(args []string) error {
 	}
 	if fs.NArg() < 1 {
 		fs.Usage()
-		return errors.New("run: MODEL is required (a Hugging Face repo id in the cache, or a checkpoint directory)")
+		return errors.New("run: MODEL is required (a model you pulled, by its catalog name or repo id, or a checkpoint directory)")
+	}
+	var sp web.SamplingParams
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "temperature":
+			sp.Temperature = temp
+		case "top-p":
+			sp.TopP = topP
+		case "top-k":
+			sp.TopK = topK
+		}
+	})
+	if *seed >= 0 {
+		sp.Seed = seed
+	}
+	if _, err := web.ChatSampling(sp, sample.Options{}); err != nil { // a bad flag fails before the load
+		return fmt.Errorf("run: %w", err)
 	}
 	prompt := strings.Join(fs.Args()[1:], " ")
 	if !isTerminal(c.stdin) {
@@ -72,16 +92,11 @@ func (c *cli) runModel(args []string) error {
 	}
 	defer r.Close()
 
-	ch := &chat{c: c, r: r, max: *maxTokens, verbose: *verbose,
-		opt: sample.Options{Temperature: *temp, TopP: *topP, TopK: *topK}}
-	if *seed >= 0 {
-		s := uint64(*seed)
-		ch.opt.Seed = &s
-	}
-	if err := ch.opt.Validate(); err != nil {
+	so, err := web.ChatSampling(sp, r.Defaults())
+	if err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
-	ch.system = *system
+	ch := &chat{c: c, r: r, opt: so, max: *maxTokens, verbose: *verbose, system: *system}
 	if prompt != "" {
 		return ch.say(c.context(), prompt)
 	}

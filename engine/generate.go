@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime/debug"
@@ -10,67 +9,26 @@ import (
 	"time"
 
 	"hearth/engine/sample"
-	"hearth/engine/template"
 	"hearth/engine/toolcall"
 )
 
 // prompt turns the request into token ids.
 func (r *Runner) prompt(ctx context.Context, req *Request) ([]int32, error) {
-	switch {
-	case req.Messages != nil:
-		if r.tmpl == nil {
-			return nil, &RequestError{fmt.Errorf("model %q has no chat template; send a prompt, not messages", r.id)}
-		}
-		opt := template.Options{Tools: req.Tools, AddGenerationPrompt: true, Extra: req.TemplateKwargs}
-		if raw, ok := req.TemplateKwargs["enable_thinking"]; ok {
-			var b bool
-			if err := json.Unmarshal(raw, &b); err != nil {
-				return nil, &RequestError{fmt.Errorf("enable_thinking must be true or false")}
-			}
-			opt.EnableThinking = &b
-		}
-		// The template renders under its budget and stops when ctx ends
-		// (the client left): a cancelled render is not the request's fault.
-		text, err := r.tmpl.Render(ctx, req.Messages, opt)
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			return nil, err
-		}
-		if err != nil {
-			return nil, &RequestError{err}
-		}
-		// Like transformers' apply_chat_template(tokenize=True): the
-		// template writes every special token itself.
-		return r.encodePrompt(text, false)
-	case req.PromptIDs != nil:
-		for _, id := range req.PromptIDs {
-			if id < 0 || int(id) >= r.model.Checkpoint.Config.VocabSize {
-				return nil, &RequestError{fmt.Errorf("token id %d is outside the vocabulary [0, %d)", id, r.model.Checkpoint.Config.VocabSize)}
-			}
-		}
-		return req.PromptIDs, nil
-	default:
-		return r.encodePrompt(req.Prompt, true)
+	if req.PromptIDs == nil {
+		return r.Prompter().Prompt(ctx, req)
 	}
+	for _, id := range req.PromptIDs {
+		if id < 0 || int(id) >= r.model.Checkpoint.Config.VocabSize {
+			return nil, &RequestError{fmt.Errorf("token id %d is outside the vocabulary [0, %d)", id, r.model.Checkpoint.Config.VocabSize)}
+		}
+	}
+	return req.PromptIDs, nil
 }
 
 // bigRequestBytes is the size of prompt text from which a request returns
 // its memory to the OS when it is done; a long real conversation is well
 // under 1 MB.
 const bigRequestBytes = 8 << 20
-
-// encodePrompt tokenizes a prompt but gives up, with a *ContextError, as
-// soon as it is certain not to leave room for one generated token: from
-// its length in bytes before any tokenizing, else part way through. A
-// prompt of any size costs at most about a context's worth of
-// tokenizing.
-func (r *Runner) encodePrompt(text string, addSpecial bool) ([]int32, error) {
-	ctxTokens := r.info.ContextTokens
-	ids, n := r.tok.EncodeLimit(text, addSpecial, ctxTokens-1)
-	if n > ctxTokens-1 {
-		return nil, &ContextError{PromptTokens: n, AtLeast: true, ContextTokens: ctxTokens}
-	}
-	return ids, nil
-}
 
 // run executes one request on the worker goroutine.
 func (r *Runner) run(j *job) (Usage, error) {

@@ -67,39 +67,49 @@ func parseMessages(body []byte) (*messagesJob, error) {
 			stops = append(stops, s)
 		}
 	}
-	msgs, err := anthropicConversation(in.System, in.Messages)
+	msgs, tools, err := in.prompt()
 	if err != nil {
 		return nil, err
 	}
 	job := &messagesJob{target: target{model: in.Model}, stream: in.Stream}
 	job.sampling = sampling{params: p, maxTemp: 1}
-	job.req = engine.Request{Messages: msgs, MaxTokens: *in.MaxTokens, Stop: stops, Sample: opt}
+	job.req = engine.Request{Messages: msgs, Tools: tools, MaxTokens: *in.MaxTokens, Stop: stops, Sample: opt}
+	return job, nil
+}
+
+// prompt is what the chat template renders of a Messages request (or a
+// count_tokens one): the conversation, and the tools unless tool_choice
+// is none (nil when there are none).
+func (in *messagesRequest) prompt() (msgs, tools json.RawMessage, err error) {
+	msgs, err = anthropicConversation(in.System, in.Messages)
+	if err != nil {
+		return nil, nil, err
+	}
 	useTools := true
 	if !isNull(in.ToolChoice) {
 		var tc struct {
 			Type string `json:"type"`
 		}
 		if err := json.Unmarshal(in.ToolChoice, &tc); err != nil {
-			return nil, badRequest("tool_choice", "tool_choice: expected an object with a type")
+			return nil, nil, badRequest("tool_choice", "tool_choice: expected an object with a type")
 		}
 		switch tc.Type {
 		case "auto":
 		case "none":
 			useTools = false
 		case "any", "tool":
-			return nil, badRequest("tool_choice", "tool_choice: %q is not supported yet (no constrained decoding); use \"auto\"", tc.Type)
+			return nil, nil, badRequest("tool_choice", "tool_choice: %q is not supported yet (no constrained decoding); use \"auto\"", tc.Type)
 		default:
-			return nil, badRequest("tool_choice.type", "tool_choice.type: unknown value %q", tc.Type)
+			return nil, nil, badRequest("tool_choice.type", "tool_choice.type: unknown value %q", tc.Type)
 		}
 	}
-	tools, err := anthropicTools(in.Tools)
-	if err != nil {
-		return nil, err
+	if tools, err = anthropicTools(in.Tools); err != nil {
+		return nil, nil, err
 	}
-	if useTools && tools != nil {
-		job.req.Tools = tools
+	if !useTools {
+		tools = nil
 	}
-	return job, nil
+	return msgs, tools, nil
 }
 
 // anthropicTools converts [{name, description, input_schema}] to OpenAI

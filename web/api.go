@@ -12,6 +12,7 @@ import (
 
 	"hearth/engine"
 	"hearth/engine/pool"
+	"hearth/engine/registry"
 )
 
 // health serves GET /health: the server is up (a model may still load on
@@ -34,11 +35,12 @@ type psResponse struct {
 }
 
 // psModel is one loaded model of GET /api/ps: Ollama's fields (name,
-// model, size, size_vram, details, expires_at), then Hearth's.
+// model, size, digest, details, expires_at, size_vram), then Hearth's.
 type psModel struct {
 	Name      string    `json:"name"`
 	Model     string    `json:"model"`
 	Size      int64     `json:"size"`      // the memory the pool counts for it
+	Digest    string    `json:"digest"`    // as /api/tags gives it
 	SizeVRAM  int64     `json:"size_vram"` // of it, in the GPU's memory
 	Details   details   `json:"details"`
 	ExpiresAt time.Time `json:"expires_at,omitzero"` // omitted when kept until evicted
@@ -59,7 +61,7 @@ type psModel struct {
 }
 
 func psModelOf(st pool.Status) psModel {
-	m := psModel{Name: st.ID, Model: st.ID, Size: st.SizeBytes, Details: detailsOf(st.ModelType, st.Params, st.Quantization),
+	m := psModel{Name: st.ID, Model: st.ID, Size: st.SizeBytes, Digest: registry.DirDigest(st.Dir), Details: detailsOf(st.ModelType, st.Params, st.Quantization),
 		ExpiresAt: st.ExpiresAt, ID: st.ID, ModelType: st.ModelType, Family: st.Family, Tier: st.Tier, Fidelity: st.Fidelity,
 		Capabilities: st.Capabilities, Backend: st.Backend, ContextLength: st.ContextTokens, Parameters: st.Params,
 		WeightBytes: st.WeightBytes, Quantization: st.Quantization, Active: st.Active, LoadedAt: st.LoadedAt}

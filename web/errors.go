@@ -56,6 +56,7 @@ func classify(err error) problem {
 		fe  *fit.Error
 		le  *engine.LoadError
 		hub *registry.HubError
+		off *registry.OfflineError
 	)
 	switch {
 	case errors.As(err, &ae):
@@ -78,6 +79,10 @@ func classify(err error) problem {
 		return problem{Status: http.StatusNotFound, Param: "model", Code: "model_not_found", Message: err.Error()}
 	case errors.Is(err, registry.ErrAmbiguous), errors.Is(err, registry.ErrDrafter), errors.Is(err, registry.ErrInvalidName):
 		return problem{Status: http.StatusBadRequest, Param: "model", Message: err.Error()}
+	case errors.As(err, &off):
+		// No connection to the hub at all: most often this machine is
+		// offline, which the message says in one sentence.
+		return problem{Status: http.StatusBadGateway, Code: "hub_unreachable", Message: err.Error()}
 	case errors.As(err, &hub):
 		// The hub failed or answered what a pull cannot use: a bad gateway,
 		// with the hub's reason.

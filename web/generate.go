@@ -69,9 +69,15 @@ func (s *Server) runnerFor(c echo.Context, t *target) (r *engine.Runner, release
 	t.sampling.apply(&t.req, r.Defaults())
 	if info := r.Info(); t.req.Tools != nil && !hasCap(info, "tools") {
 		release()
-		return nil, nil, badRequest("tools", "tools: model %q does not support tool calls (its chat template has no tool-call format)", info.ID)
+		return nil, nil, noToolCalls(info.ID)
 	}
 	return r, release, nil
+}
+
+// noToolCalls refuses tools offered to a model whose chat template has no
+// tool-call format.
+func noToolCalls(model string) error {
+	return badRequest("tools", "tools: model %q does not support tool calls (its chat template has no tool-call format)", model)
 }
 
 // answer is how one API writes a generation: each route builds one per

@@ -37,6 +37,7 @@ type modelEntry struct {
 
 	dir        string                 // the checkpoint, for /api/show
 	checkpoint *checkpoint.Checkpoint // the registry's reading of dir; nil when it has none
+	aliasOf    string                 // the model an alias names (Ollama's parent_model)
 }
 
 // fitBody is fit.Verdict on the wire.
@@ -100,9 +101,55 @@ func (s *Server) catalog() ([]modelEntry, error) {
 			Default: st.Dir == def.Dir, Loaded: true, dir: st.Dir})
 	}
 	if def.Dir != "" && !seen[def.Dir] {
-		out = append(out, modelEntry{ID: def.ID, Object: "model", Created: modTime(def.Dir), OwnedBy: "local", Capabilities: []string{}, Default: true, dir: def.Dir})
+		e := modelEntry{ID: def.ID, Object: "model", Created: modTime(def.Dir), OwnedBy: "local", Capabilities: []string{}, Default: true, dir: def.Dir}
+		if ck, _ := checkpoint.Read(def.Dir); ck != nil && ck.Config != nil {
+			e.ModelType, e.ContextLength, e.Quantization, e.checkpoint = ck.Config.ModelType, ck.Config.MaxPositionEmbeddings, ck.Quantization(), ck
+			if ck.Weights != nil {
+				e.Parameters, e.SizeBytes = ck.Weights.ParamCount, ck.Weights.Bytes
+			}
+		}
+		out = append(out, e)
+	}
+	// Aliases (POST /api/copy), each listed as the model it names, under
+	// its own id.
+	models := len(out)
+	for _, a := range s.aliases() {
+		for _, e := range out[:models] {
+			if e.dir == a.rec.Dir {
+				e.ID, e.OwnedBy, e.Default, e.aliasOf = a.Name, "local", false, a.Target
+				out = append(out, e)
+				break
+			}
+		}
 	}
 	return out, nil
+}
+
+// alias is one entry of the registry's alias table with the record of the
+// model it names.
+type alias struct {
+	registry.Alias
+	rec registry.Record
+}
+
+// aliases lists the registry's aliases whose model can be found (one
+// whose repo was removed by hand is left out).
+func (s *Server) aliases() []alias {
+	if s.opt.Registry == nil {
+		return nil
+	}
+	list, err := s.opt.Registry.Aliases()
+	if err != nil {
+		s.log.Warn("aliases", "err", err)
+		return nil
+	}
+	var out []alias
+	for _, a := range list {
+		if rec, err := s.opt.Registry.ResolveName(a.Name); err == nil || rec.Dir != "" {
+			out = append(out, alias{Alias: a, rec: rec})
+		}
+	}
+	return out
 }
 
 // owner is the organisation of "org/name", or "local".
@@ -185,18 +232,45 @@ type tagEntry struct {
 	Tier       string    `json:"tier"`
 	Servable   bool      `json:"servable"`
 	Reason     string    `json:"reason,omitempty"`
+
+	dir string // the checkpoint, to list its aliases beside it
 }
 
-// details is Ollama's model details, as /api/tags and /api/ps give them.
+// details is Ollama's model details, as /api/tags, /api/ps and /api/show
+// give them. Ollama's family is the architecture, which for a Hugging
+// Face checkpoint is its model_type ("llama", "qwen3"); Hearth's own
+// family (which code runs it: "universal" or a targeted port) is given
+// apart, as "family" in /api/ps and /v1/models and "graph" in /api/show.
 type details struct {
-	Format            string `json:"format"`
-	Family            string `json:"family"`         // the model_type, as Ollama names the architecture
-	ParameterSize     string `json:"parameter_size"` // "1.7B", as Ollama writes it
-	QuantizationLevel string `json:"quantization_level"`
+	ParentModel       string   `json:"parent_model"` // for an alias, the model it names
+	Format            string   `json:"format"`
+	Family            string   `json:"family"`
+	Families          []string `json:"families"`
+	ParameterSize     string   `json:"parameter_size"` // "1.7B", as Ollama writes it
+	QuantizationLevel string   `json:"quantization_level"`
 }
 
 func detailsOf(modelType string, params int64, quant string) details {
-	return details{Format: "safetensors", Family: modelType, ParameterSize: paramSize(params), QuantizationLevel: quant}
+	d := details{Format: "safetensors", Family: modelType, ParameterSize: paramSize(params), QuantizationLevel: quant}
+	if modelType != "" {
+		d.Families = []string{modelType}
+	}
+	return d
+}
+
+// dirDetails reads the details and weight bytes of a checkpoint the
+// registry does not list (a --model directory outside the cache) from its
+// files (config and safetensors headers).
+func dirDetails(dir string) (details, int64) {
+	ck, _ := checkpoint.Read(dir)
+	if ck == nil || ck.Config == nil {
+		return detailsOf("", 0, ""), 0
+	}
+	var params, bytes int64
+	if ck.Weights != nil {
+		params, bytes = ck.Weights.ParamCount, ck.Weights.Bytes
+	}
+	return detailsOf(ck.Config.ModelType, params, ck.Quantization()), bytes
 }
 
 // tags serves GET /api/tags.
@@ -213,7 +287,7 @@ func (s *Server) tags(c echo.Context) error {
 	seen := map[string]bool{}
 	for _, r := range recs {
 		seen[r.Dir] = true
-		t := tagEntry{Name: r.Name(), Model: r.Name(), Size: r.Bytes, Digest: r.Revision, Tier: r.Tier, Servable: r.Servable(), Reason: r.Reason}
+		t := tagEntry{Name: r.Name(), Model: r.Name(), Size: r.Bytes, Digest: r.Digest, Tier: r.Tier, Servable: r.Servable(), Reason: r.Reason, dir: r.Dir}
 		if r.Dir == def.Dir {
 			t.Name, t.Model = def.ID, def.ID
 		}
@@ -232,18 +306,30 @@ func (s *Server) tags(c echo.Context) error {
 	for _, st := range s.pool.Loaded() {
 		if !seen[st.Dir] {
 			seen[st.Dir] = true
-			t := tagEntry{Name: st.ID, Model: st.ID, ModifiedAt: st.LoadedAt.UTC(), Size: st.WeightBytes, Tier: st.Tier, Servable: true}
+			t := tagEntry{Name: st.ID, Model: st.ID, ModifiedAt: st.LoadedAt.UTC(), Size: st.WeightBytes, Digest: registry.DirDigest(st.Dir), Tier: st.Tier, Servable: true, dir: st.Dir}
 			t.Details = detailsOf(st.ModelType, st.Params, st.Quantization)
 			out = append(out, t)
 		}
 	}
 	if def.Dir != "" && !seen[def.Dir] {
-		t := tagEntry{Name: def.ID, Model: def.ID, Servable: true}
+		t := tagEntry{Name: def.ID, Model: def.ID, Digest: registry.DirDigest(def.Dir), Servable: true, dir: def.Dir}
+		t.Details, t.Size = dirDetails(def.Dir)
 		if st, err := os.Stat(def.Dir); err == nil {
 			t.ModifiedAt = st.ModTime().UTC()
 		}
-		t.Details.Format = "safetensors"
 		out = append(out, t)
+	}
+	// Aliases (POST /api/copy): each as the model it names, under its own
+	// name, with that model as parent_model (as Ollama lists a copy).
+	models := len(out)
+	for _, a := range s.aliases() {
+		for _, e := range out[:models] {
+			if e.dir == a.rec.Dir {
+				e.Name, e.Model, e.Details.ParentModel = a.Name, a.Name, a.Target
+				out = append(out, e)
+				break
+			}
+		}
 	}
 	return c.JSON(http.StatusOK, map[string]any{"models": out})
 }

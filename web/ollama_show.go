@@ -29,7 +29,7 @@ type showResponse struct {
 	Modelfile    string         `json:"modelfile"`
 	Parameters   string         `json:"parameters"`
 	Template     string         `json:"template"`
-	Details      showDetails    `json:"details"`
+	Details      details        `json:"details"`
 	ModelInfo    map[string]any `json:"model_info"`
 	Capabilities []string       `json:"capabilities"`
 	ModifiedAt   time.Time      `json:"modified_at"`
@@ -37,14 +37,6 @@ type showResponse struct {
 	Graph    string `json:"graph"`
 	Tier     string `json:"tier"`
 	Fidelity string `json:"fidelity,omitempty"`
-}
-
-type showDetails struct {
-	Format            string   `json:"format"`
-	Family            string   `json:"family"`
-	Families          []string `json:"families"`
-	ParameterSize     string   `json:"parameter_size"`
-	QuantizationLevel string   `json:"quantization_level"`
 }
 
 // show serves POST /api/show from the checkpoint's files; it does not load
@@ -64,15 +56,12 @@ func (s *Server) show(c echo.Context) error {
 		return err
 	}
 	// Ollama's family and architecture are the checkpoint's model_type
-	// ("llama", "qwen3"); Hearth's family (which code runs it) is Graph.
+	// ("llama", "qwen3"), as in /api/tags and /api/ps; Hearth's family
+	// (which code runs it) is Graph.
 	arch := m.ModelType
-	if arch == "" {
-		arch = m.Family
-	}
 	out := showResponse{
-		Modelfile: fmt.Sprintf("# Hearth serves %s from %s\n", m.ID, m.dir),
-		Details: showDetails{Format: "safetensors", Family: arch, Families: []string{arch},
-			ParameterSize: paramSize(m.Parameters), QuantizationLevel: m.Quantization},
+		Modelfile:    fmt.Sprintf("# Hearth serves %s from %s\n", m.ID, m.dir),
+		Details:      detailsOf(arch, m.Parameters, m.Quantization),
 		ModelInfo:    map[string]any{"general.architecture": arch, "general.parameter_count": m.Parameters},
 		Capabilities: []string{"completion"},
 		ModifiedAt:   time.Unix(m.Created, 0).UTC(),
@@ -80,6 +69,7 @@ func (s *Server) show(c echo.Context) error {
 		Tier:         m.Tier,
 		Fidelity:     m.Fidelity,
 	}
+	out.Details.ParentModel = m.aliasOf
 	if m.ContextLength > 0 {
 		out.ModelInfo[arch+".context_length"] = m.ContextLength
 	}

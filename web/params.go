@@ -122,6 +122,25 @@ func (s sampling) apply(req *engine.Request, defaults sample.Options) {
 	}
 }
 
+// SamplingParams are the sampling fields of a request made outside HTTP
+// (hearth run's flags), nil when unset.
+type SamplingParams = samplingParams
+
+// ChatSampling is the sampler options the chat routes give a request that
+// sets only p's fields, for a model whose generation_config.json defaults
+// are d (engine.Runner.Defaults): the request's values, else the model's,
+// else the API's. hearth run samples through it, so that the terminal and
+// the server agree. The error names a field of p that is out of range.
+func ChatSampling(p SamplingParams, d sample.Options) (sample.Options, error) {
+	opt, err := p.options(2)
+	if err != nil {
+		return sample.Options{}, err
+	}
+	req := engine.Request{Sample: opt}
+	sampling{params: p, maxTemp: 2}.apply(&req, d)
+	return req.Sample, nil
+}
+
 // openAIParams are the fields /v1/chat/completions and /v1/completions share.
 type openAIParams struct {
 	Model         string         `json:"model"`

@@ -38,8 +38,10 @@ type pullLine struct {
 
 // pull serves POST /api/pull: streamed, one JSON object per line while the
 // download runs and {"status":"success"} at the end (or {"error": …});
-// with "stream": false, one object when it is done. The name is checked
-// first (400), and a streamed answer starts only once the hub has resolved
+// with "stream": false, one object when it is done. The name, a catalog
+// short name ("llama3.2", "qwen3:8b") or a repo id, is checked first (400,
+// or 404 with "did you mean" for a short name the catalog lacks), and a
+// streamed answer starts only once the hub has resolved
 // the revision, so an unknown repo (404), a refusal (403) or a hub fault
 // (502) still gets its status; a failure after that is the stream's last
 // line. A client that goes away cancels the pull; the next pull resumes
@@ -56,11 +58,14 @@ func (s *Server) pull(c echo.Context) error {
 	if err := decodeJSON(body, &in); err != nil {
 		return err
 	}
-	name := cmp.Or(in.Model, in.Name)
-	if name == "" {
-		return badRequest("model", "model: required (a Hugging Face repo id, e.g. Qwen/Qwen3-0.6B)")
+	asked := cmp.Or(in.Model, in.Name)
+	if asked == "" {
+		return badRequest("model", "model: required (a catalog name such as llama3.2, or a Hugging Face repo id such as Qwen/Qwen3-0.6B)")
 	}
-	if _, _, err := registry.ParseName(name); err != nil {
+	// A catalog short name ("llama3.2", "qwen3:8b") pulls its repo; an
+	// unknown one is a 404 with the nearest names.
+	name, err := s.modelCatalog().PullTarget(asked)
+	if err != nil {
 		return err
 	}
 	ctx := c.Request().Context()

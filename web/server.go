@@ -197,18 +197,23 @@ func (s *Server) handler(addr net.Addr) http.Handler {
 	e.GET("/api/version", s.version)
 	e.GET("/api/ps", s.ps)
 	e.GET("/api/tags", s.tags)
+	e.GET("/api/catalog", s.catalogList)
 	e.POST("/api/pull", s.pull)
 	e.POST("/api/tokenize", s.tokenize)
 	e.POST("/api/detokenize", s.detokenize)
 	e.POST("/api/chat", s.ollamaChat)
 	e.POST("/api/show", s.show)
 	e.POST("/api/generate", s.ollamaGenerate)
+	e.DELETE("/api/delete", s.deleteModel)
+	e.POST("/api/copy", s.copyModel)
 
 	e.GET("/v1/models", s.models)
 	e.GET("/v1/models/*", s.model)
 	e.POST("/v1/chat/completions", s.chat)
 	e.POST("/v1/completions", s.completions)
 	e.POST("/v1/messages", s.messages)
+	e.POST("/v1/messages/count_tokens", s.countTokens)
+	e.POST("/v1/responses", s.responses)
 
 	// The web chat: every other GET (and HEAD) path, so a typo under /v1/
 	// or /api/ still gets a JSON 404.

@@ -167,7 +167,7 @@ func (p *puller) transfer(ctx context.Context, commit string, f repoFile, fh *os
 		if ctx.Err() != nil {
 			return have, err
 		}
-		return have, retryable{fmt.Errorf("reach the hub: %w", err)}
+		return have, retryable{reachError(req.URL.String(), err, "reach the hub")}
 	}
 	defer resp.Body.Close()
 	switch {

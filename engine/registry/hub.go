@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"path"
 	"strconv"
 	"strings"
@@ -35,6 +37,50 @@ func hubFault(err error) error {
 		return err
 	}
 	return &HubError{Err: err}
+}
+
+// OfflineError is a request that reached no server at all: no DNS answer,
+// a refused connection, a timeout. Most often the machine is offline; its
+// message says so in one sentence.
+type OfflineError struct {
+	Host string // the server it tried ("huggingface.co")
+	Err  error  // the network's reason
+}
+
+func (e *OfflineError) Error() string {
+	return fmt.Sprintf("cannot reach %s (offline?): %v", e.Host, e.Err)
+}
+
+func (e *OfflineError) Unwrap() error { return e.Err }
+
+// reachError describes a request to u that got no answer: an
+// *OfflineError when no connection could be made, else err with what
+// (e.g. "reach the hub") before it.
+func reachError(u string, err error, what string) error {
+	host := u
+	if pu, perr := url.Parse(u); perr == nil && pu.Hostname() != "" {
+		host = pu.Hostname()
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		if pu, perr := url.Parse(ue.URL); perr == nil && pu.Hostname() != "" {
+			host = pu.Hostname() // after a redirect, the CDN's host
+		}
+	}
+	var (
+		dns *net.DNSError
+		op  *net.OpError
+		ne  net.Error
+	)
+	switch {
+	case errors.As(err, &dns):
+		return &OfflineError{Host: host, Err: dns}
+	case errors.As(err, &op) && op.Op == "dial":
+		return &OfflineError{Host: host, Err: op}
+	case errors.As(err, &ne) && ne.Timeout():
+		return &OfflineError{Host: host, Err: errors.New("timed out")}
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }
 
 // repoInfo is what GET /api/models/{repo}/revision/{rev}?blobs=true says.

@@ -1,6 +1,8 @@
 package registry
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -27,7 +29,9 @@ type memoEntry struct {
 func (m *memo) classify(dir, id, revision string, refs []string, profiles []ExactProfile) Record {
 	stamp, ok := dirStamp(dir)
 	if !ok {
-		return classify(dir, id, revision, refs, profiles)
+		rec := classify(dir, id, revision, refs, profiles)
+		rec.Digest = revision
+		return rec
 	}
 	key := strings.Join([]string{dir, id, revision, strings.Join(refs, ",")}, "\x00")
 	m.mu.Lock()
@@ -37,6 +41,7 @@ func (m *memo) classify(dir, id, revision string, refs []string, profiles []Exac
 		return e.rec
 	}
 	rec := classify(dir, id, revision, refs, profiles)
+	rec.Digest = digestOf(revision, stamp)
 	m.mu.Lock()
 	if m.m == nil {
 		m.m = map[string]memoEntry{}
@@ -44,6 +49,36 @@ func (m *memo) classify(dir, id, revision string, refs []string, profiles []Exac
 	m.m[key] = memoEntry{stamp: stamp, rec: rec}
 	m.mu.Unlock()
 	return rec
+}
+
+// digestOf is a checkpoint's digest, as /api/tags reports it (Ollama's
+// clients key models on it): a hub snapshot's commit, which names its
+// contents exactly and is what the hub shows; for a local directory (and
+// the built-in model), which has no commit, the sha256 of its stamp: the
+// files' names, sizes and modification times. Hashing the weights
+// themselves would read gigabytes on every listing; the stamp changes
+// whenever a file is replaced, which is what a client needs to notice.
+func digestOf(revision, stamp string) string {
+	if revision != "" {
+		return revision
+	}
+	sum := sha256.Sum256([]byte(stamp))
+	return hex.EncodeToString(sum[:])
+}
+
+// DirDigest is the digest of the checkpoint in dir (see digestOf): the
+// commit of a snapshot in the cache, else the sha256 of the directory's
+// stamp; "" when dir cannot be read. It equals the Digest of dir's Record.
+func DirDigest(dir string) string {
+	if parent := filepath.Dir(dir); filepath.Base(parent) == "snapshots" &&
+		strings.HasPrefix(filepath.Base(filepath.Dir(parent)), repoPrefix) {
+		return filepath.Base(dir)
+	}
+	stamp, ok := dirStamp(dir)
+	if !ok {
+		return ""
+	}
+	return digestOf("", stamp)
 }
 
 // dirStamp names dir's files with their sizes and modification times; ok

@@ -48,6 +48,15 @@ func (b *Bar) Update(p Progress) {
 	}
 }
 
+// End finishes the line being redrawn, if there is one, so that what is
+// printed next (an error) starts on a line of its own.
+func (b *Bar) End() {
+	if b.drawn > 0 {
+		fmt.Fprintln(b.w)
+		b.drawn = 0
+	}
+}
+
 func (b *Bar) downloading(p Progress) string {
 	frac := 1.0
 	if p.Total > 0 {

@@ -218,7 +218,7 @@ func (p *puller) revisionInfo(ctx context.Context) (repoInfo, error) {
 		if ctx.Err() != nil {
 			return repoInfo{}, ctx.Err()
 		}
-		return repoInfo{}, hubFault(fmt.Errorf("reach the hub: %w", err))
+		return repoInfo{}, hubFault(reachError(u, err, "reach the hub"))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -274,7 +274,7 @@ func (p *puller) head(ctx context.Context, commit string, f *repoFile) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return hubFault(fmt.Errorf("%s: reach the hub: %w", f.Name, err))
+		return hubFault(fmt.Errorf("%s: %w", f.Name, reachError(req.URL.String(), err, "reach the hub")))
 	}
 	resp.Body.Close()
 	if resp.StatusCode >= 400 {

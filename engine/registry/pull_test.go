@@ -376,12 +376,12 @@ func TestPullHubFaults(t *testing.T) {
 			}
 		})
 	}
-	// The hub unreachable.
+	// The hub unreachable (TestPullOffline has more).
 	h := newFakeHub(t, "Qwen/Qwen3-Tiny", "qwen3-f32")
 	opt := pullOpts(h, t.TempDir(), h.Repo)
 	opt.Endpoint = "http://127.0.0.1:1"
 	var he *HubError
-	if err := Pull(context.Background(), opt, nil); !errors.As(err, &he) || !strings.Contains(err.Error(), "reach the hub") {
+	if err := Pull(context.Background(), opt, nil); !errors.As(err, &he) || !strings.Contains(err.Error(), "cannot reach 127.0.0.1 (offline?)") {
 		t.Errorf("Pull from no hub = %v, want a *HubError", err)
 	}
 }

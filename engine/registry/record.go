@@ -32,11 +32,14 @@ const (
 // Record describes one checkpoint: a snapshot of a cached repo or a
 // registered local directory.
 type Record struct {
-	ID           string   `json:"id"`       // "org/name", or the absolute directory of a local model
-	Revision     string   `json:"revision"` // the snapshot's commit; "" for a local directory
-	Refs         []string `json:"refs"`     // refs pointing at Revision ("main", …)
-	Dir          string   `json:"dir"`      // the snapshot (or local) directory
-	Builtin      bool     `json:"builtin"`  // ships with Hearth (hearth/starter)
+	ID       string   `json:"id"`       // "org/name", or the absolute directory of a local model
+	Revision string   `json:"revision"` // the snapshot's commit; "" for a local directory
+	Refs     []string `json:"refs"`     // refs pointing at Revision ("main", …)
+	// Digest names the checkpoint's contents (Ollama's digest): see
+	// digestOf.
+	Digest       string   `json:"digest"`
+	Dir          string   `json:"dir"`     // the snapshot (or local) directory
+	Builtin      bool     `json:"builtin"` // ships with Hearth (hearth/starter)
 	ModelType    string   `json:"model_type"`
 	Family       string   `json:"family"`
 	Tier         string   `json:"tier"`   // TierTargeted, TierGeneric or TierUnsupported

@@ -40,6 +40,9 @@ type Registry struct {
 	builtin  []Builtin
 	profiles []ExactProfile
 	memo     *memo
+	catalog  *Catalog // short names of models pulled by name (WithCatalog); nil for none
+	// aliasPath is the alias table's file (WithAliases); "" for none.
+	aliasPath string
 }
 
 // Builtin is a model that ships with Hearth, listed and resolved by its
@@ -121,26 +124,29 @@ func (r *Registry) classifyLocal(dir string) Record {
 // Resolve finds the model a user names on the command line: "org/name"
 // (the snapshot refs/main points at), "org/name@rev" (a ref or a commit, or
 // its first 7+ hex digits), a directory path, or a short name
-// ("Qwen3-0.6B") that only one cached repo or local directory has. The
+// ("Qwen3-0.6B") that only one cached repo or local directory has, or an
+// alias (Copy), which resolves to the record of the model it names. The
 // record comes back even when it cannot be served; the error then says
 // why: it wraps ErrNotFound (with the closest names), ErrAmbiguous,
 // ErrDrafter, or the classification's cause (family.ErrUnsupported for an
 // unsupported model_type).
-func (r *Registry) Resolve(name string) (Record, error) { return r.resolve(name, true) }
+func (r *Registry) Resolve(name string) (Record, error) { return r.resolve(name, true, true) }
 
 // ResolveName is Resolve for names that come over the network: the cache
 // (a repo id, with a revision or not, or a short name), the built-in
-// entries and the registered local directories (by their exact name or
-// base name) only. A name is never joined to a path or looked up on disk,
+// entries, the registered local directories (by their exact name or
+// base name) and the aliases only. A name is never joined to a path or looked up on disk,
 // and every name it does not know gets the same ErrNotFound message
 // (UnknownName's), so its answers tell nothing about the filesystem.
-func (r *Registry) ResolveName(name string) (Record, error) { return r.resolve(name, false) }
+func (r *Registry) ResolveName(name string) (Record, error) { return r.resolve(name, false, true) }
 
 // maxNameBytes is longer than any name Resolve can find ("org/name" is at
 // most 193 bytes, a revision a few hundred): a longer one is unknown at once.
 const maxNameBytes = 1024
 
-func (r *Registry) resolve(name string, paths bool) (Record, error) {
+// resolve is Resolve (paths) or ResolveName; aliases says whether name may
+// be an alias (an alias's target is resolved without: no alias chains).
+func (r *Registry) resolve(name string, paths, aliases bool) (Record, error) {
 	name = strings.TrimSpace(name)
 	if name == "" {
 		return Record{}, fmt.Errorf("%w: no model name given", ErrNotFound)
@@ -158,6 +164,9 @@ func (r *Registry) resolve(name string, paths bool) (Record, error) {
 		if name == d { // a registered directory, by the name List gives it
 			return r.resolveDir(d)
 		}
+	}
+	if target, ok := r.aliasTarget(name); ok && aliases {
+		return r.resolve(target, false, false)
 	}
 	if isPath(name) {
 		if !paths {
@@ -200,6 +209,9 @@ func (r *Registry) resolve(name string, paths bool) (Record, error) {
 			if st, err := os.Stat(name); err == nil && st.IsDir() {
 				return r.resolveDir(name)
 			}
+		}
+		if rec, ok, err := r.resolveCatalog(repo, rev, hasRev); ok {
+			return rec, err
 		}
 		return Record{}, r.notFound(name, paths)
 	case 1:

@@ -2,16 +2,21 @@
 // Anthropic and Ollama JavaScript clients, the way an application would,
 // and fails (exit 1) when anything does not behave like the real APIs.
 //
-//   node check.mjs [BASE_URL] [MODEL]     (default http://127.0.0.1:11435, chat-tiny)
+//   node check.mjs [BASE_URL] [MODEL] [TOOL_MODEL]
 //
-// It prints one line per check and a JSON summary on the last line.
+// MODEL defaults to hearth/starter. TOOL_MODEL, when given, is a model in
+// the cache whose chat template has a tool-call format: the function-tool
+// round trip runs on it, and at the end it is DELETED (clientcheck_test.go
+// pulls a throwaway one); leave it out against a server with models you
+// keep. It prints one line per check and a JSON summary on the last line.
 
 import OpenAI from "openai";
 import Anthropic from "@anthropic-ai/sdk";
 import { Ollama } from "ollama";
 
 const base = process.argv[2] ?? process.env.HEARTH_URL ?? "http://127.0.0.1:11435";
-const model = process.argv[3] ?? "chat-tiny";
+const model = process.argv[3] ?? "hearth/starter";
+const toolModel = process.argv[4];
 
 const openai = new OpenAI({ baseURL: `${base}/v1`, apiKey: "not-needed", maxRetries: 0 });
 const anthropic = new Anthropic({ baseURL: base, apiKey: "not-needed", maxRetries: 0 });
@@ -63,6 +68,67 @@ const runner = openai.chat.completions.stream({ model, messages, temperature: 0,
 const final = await runner.finalChatCompletion();
 check("chat.completions.stream helper", final.choices[0].message.content === text);
 
+// GET /v1/models/{id}: the SDK percent-encodes the slash of "org/name".
+const retrieved = await openai.models.retrieve(model);
+check("models.retrieve", retrieved.id === model && retrieved.object === "model", JSON.stringify({ id: retrieved.id, object: retrieved.object }));
+
+// The Responses API, whole: the same greedy answer and counts as chat.
+const wantStatus = whole.choices[0].finish_reason === "length" ? "incomplete" : "completed";
+const resp = await openai.responses.create({ model, input: messages[0].content, temperature: 0, max_output_tokens: 8 });
+check("responses.create", resp.object === "response" && resp.output_text === text && resp.output[0]?.type === "message" &&
+  resp.output[0].content[0]?.type === "output_text" && resp.status === wantStatus &&
+  resp.usage.input_tokens === whole.usage.prompt_tokens && resp.usage.output_tokens === whole.usage.completion_tokens,
+  JSON.stringify({ text: resp.output_text, status: resp.status, usage: resp.usage }));
+summary.responses = resp.output_text;
+
+// Streamed: the raw events in the order the SDK's accumulator needs,
+// numbered from 0.
+const rstream = await openai.responses.create({ model, input: messages, temperature: 0, max_output_tokens: 8, stream: true });
+const types = [];
+let rdeltas = "";
+let seqOK = true;
+let rlast = null;
+for await (const ev of rstream) {
+  if (ev.sequence_number !== types.length) seqOK = false;
+  types.push(ev.type);
+  if (ev.type === "response.output_text.delta") rdeltas += ev.delta;
+  rlast = ev;
+}
+const opening = ["response.created", "response.in_progress", "response.output_item.added", "response.content_part.added"];
+const closing = ["response.output_text.done", "response.content_part.done", "response.output_item.done", `response.${wantStatus}`];
+check("responses stream events", seqOK && opening.every((t, i) => types[i] === t) && closing.every((t, i) => types.at(i - closing.length) === t) &&
+  rdeltas === text && rlast.response.output_text === undefined && rlast.response.usage.output_tokens === resp.usage.output_tokens,
+  JSON.stringify({ types: [...new Set(types)], rdeltas }));
+// The SDK's stream helper checks the event order as it accumulates. (Its
+// final response has no output_text unless a text format is parsed, and
+// keeps the accumulated snapshot unless the stream ends with
+// response.completed, as OpenAI's response.incomplete also leaves it.)
+const outputText = (r) => r.output.filter((o) => o.type === "message").flatMap((o) => o.content)
+  .filter((c) => c.type === "output_text").map((c) => c.text).join("");
+const rhelper = openai.responses.stream({ model, input: messages[0].content, temperature: 0, max_output_tokens: 8 });
+let helperDeltas = "";
+rhelper.on("response.output_text.delta", (e) => { helperDeltas += e.delta; });
+const rhfinal = await rhelper.finalResponse();
+check("responses.stream helper", outputText(rhfinal) === text && helperDeltas === text, JSON.stringify({ text: outputText(rhfinal), deltas: helperDeltas }));
+
+// What Hearth cannot do is a 400 naming the field.
+try {
+  await openai.responses.create({ model, input: "hi", previous_response_id: "resp_123" });
+  check("responses previous_response_id refused", false, "no error");
+} catch (e) {
+  check("responses previous_response_id refused", e instanceof OpenAI.BadRequestError && e.param === "previous_response_id", e.message);
+}
+const weather = {
+  type: "function", name: "get_weather", description: "The weather in a city",
+  parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
+};
+try {
+  await openai.responses.create({ model, input: "hi", tools: [{ type: "web_search_preview" }] });
+  check("responses built-in tool refused", false, "no error");
+} catch (e) {
+  check("responses built-in tool refused", e instanceof OpenAI.BadRequestError && e.param === "tools[0].type", e.message);
+}
+
 // Text completion with logprobs.
 const comp = await openai.completions.create({ model, prompt: "Once upon a time", max_tokens: 4, temperature: 0, logprobs: 2 });
 check("completions.create logprobs", comp.choices[0].logprobs.tokens.length === comp.usage.completion_tokens,
@@ -87,6 +153,11 @@ const msg = await anthropic.messages.create({ model, max_tokens: 8, temperature:
 const msgText = msg.content.filter((b) => b.type === "text").map((b) => b.text).join("");
 check("messages.create", msgText === text && msg.usage.output_tokens === whole.usage.completion_tokens,
   JSON.stringify({ text: msgText, stop: msg.stop_reason, usage: msg.usage }));
+// count_tokens: what messages.create reports, without generating.
+const counted = await anthropic.messages.countTokens({ model, messages });
+check("messages.countTokens", counted.input_tokens === msg.usage.input_tokens, JSON.stringify({ counted, usage: msg.usage }));
+const countedSystem = await anthropic.messages.countTokens({ model, system: "Answer in one word.", messages });
+check("messages.countTokens with system", countedSystem.input_tokens > 0 && countedSystem.input_tokens !== counted.input_tokens, JSON.stringify(countedSystem));
 const mstream = anthropic.messages.stream({ model, max_tokens: 8, temperature: 0, messages });
 let deltas = "";
 mstream.on("text", (t) => { deltas += t; });
@@ -119,15 +190,24 @@ const ogen = await ollama.generate({ model, prompt: messages[0].content, options
 check("ollama.generate", ogen.done && ogen.response === text, JSON.stringify(ogen));
 const tags = await ollama.list();
 check("ollama.list", tags.models.some((m) => m.name === model), JSON.stringify(tags.models.map((m) => m.name)));
+check("ollama.list digests", tags.models.length > 0 && tags.models.every((m) => typeof m.digest === "string" && m.digest.length > 0),
+  JSON.stringify(tags.models.map((m) => [m.name, m.digest])));
 const shown = await ollama.show({ model });
 check("ollama.show", typeof shown.template === "string" && shown.template.length > 0 && typeof shown.details.parameter_size === "string" &&
   Object.keys(shown.model_info).some((k) => k.endsWith(".context_length")), JSON.stringify(shown.details));
+const listed = tags.models.find((m) => m.name === model);
+check("ollama details agree", listed && JSON.stringify(listed.details) === JSON.stringify(shown.details) && shown.details.family !== "universal",
+  JSON.stringify({ list: listed?.details, show: shown.details }));
 const unload = await ollama.generate({ model, prompt: "", keep_alive: 0 });
 const psAfterUnload = await ollama.ps();
 check("ollama unload", unload.done_reason === "unload" && psAfterUnload.models.length === 0, JSON.stringify({ unload, ps: psAfterUnload.models.length }));
 const load = await ollama.chat({ model, messages: [], keep_alive: "1m" });
 const psAfterLoad = await ollama.ps();
 check("ollama load", load.done_reason === "load" && psAfterLoad.models.length === 1, JSON.stringify({ load, ps: psAfterLoad.models.length }));
+const running = psAfterLoad.models[0];
+check("ollama.ps fields", running?.name === model && running.model === model && running.digest === listed?.digest && running.size > 0 &&
+  typeof running.size_vram === "number" && JSON.stringify(running.details) === JSON.stringify(shown.details) && typeof running.expires_at === "string",
+  JSON.stringify(running));
 try {
   await ollama.chat({ model: "no-such/model", messages });
   check("ollama unknown model", false, "no error");
@@ -135,6 +215,75 @@ try {
   check("ollama unknown model", e.name === "ResponseError" && e.status_code === 404 && /no-such\/model/.test(e.error), e.message);
 }
 summary.ollama = ochat.message.content;
+
+// Ollama's copy makes an alias, listed beside its model and usable on
+// every route; deleting it leaves the model.
+const alias = "clientcheck-copy";
+await ollama.copy({ source: model, destination: alias });
+const afterCopy = await ollama.list();
+const copied = afterCopy.models.find((m) => m.name === alias);
+check("ollama.copy", copied && copied.digest === listed?.digest && copied.details.parent_model === model, JSON.stringify(copied));
+const viaAlias = await ollama.chat({ model: alias, messages, options });
+const aliasResp = await openai.responses.create({ model: alias, input: messages[0].content, temperature: 0, max_output_tokens: 8 });
+check("copy works on every route", viaAlias.message.content === text && aliasResp.output_text === text, JSON.stringify({ ollama: viaAlias.message.content, responses: aliasResp.output_text }));
+await ollama.delete({ model: alias });
+const afterDelete = await ollama.list();
+check("ollama.delete the copy", !afterDelete.models.some((m) => m.name === alias) && afterDelete.models.some((m) => m.name === model),
+  JSON.stringify(afterDelete.models.map((m) => m.name)));
+if (model === "hearth/starter") {
+  try {
+    await ollama.delete({ model });
+    check("ollama.delete the built-in model is refused", false, "no error");
+  } catch (e) {
+    check("ollama.delete the built-in model is refused", e.name === "ResponseError" && e.status_code === 400 && /built into hearth/.test(e.error), e.message);
+  }
+}
+
+if (toolModel) {
+  // A function tool on a model whose template has a tool-call format: the
+  // request is accepted and the answer is shaped right (a small model's
+  // answer is a message or a call, whichever it makes); then the round
+  // trip, with a call and its output sent back as input items.
+  const first = await openai.responses.create({ model: toolModel, input: "Weather in Paris?", tools: [weather], temperature: 0, max_output_tokens: 8 });
+  const shaped = first.object === "response" && first.output.length > 0 && first.output.every((o) =>
+    (o.type === "message" && o.content.every((c) => c.type === "output_text")) ||
+    (o.type === "function_call" && typeof o.call_id === "string" && typeof o.name === "string" && typeof o.arguments === "string"));
+  check("responses.create with a function tool", shaped, JSON.stringify(first.output));
+  const call = first.output.find((o) => o.type === "function_call") ??
+    { type: "function_call", call_id: "call_1", name: "get_weather", arguments: JSON.stringify({ city: "Paris" }) };
+  const input = [{ role: "user", content: "Weather in Paris?" }, ...first.output.filter((o) => o !== call), call,
+    { type: "function_call_output", call_id: call.call_id, output: "22C and sunny" }];
+  const second = await openai.responses.create({ model: toolModel, input, tools: [weather], temperature: 0, max_output_tokens: 8 });
+  check("responses function tool round trip", second.object === "response" && second.status !== "failed" && second.usage.input_tokens > first.usage.input_tokens,
+    JSON.stringify({ first: first.usage, second: second.usage, output: second.output }));
+  const tstream = openai.responses.stream({ model: toolModel, input, tools: [weather], temperature: 0, max_output_tokens: 8 });
+  let terminal = null;
+  tstream.on("event", (e) => { if (/^response\.(completed|incomplete|failed)$/.test(e.type)) terminal = e.response; });
+  const tfinal = await tstream.finalResponse();
+  const kinds = (r) => r.output.map((o) => o.type).join();
+  check("responses.stream with a function tool", terminal?.usage?.input_tokens === second.usage.input_tokens && tfinal.output.length > 0 &&
+    kinds(tfinal) === kinds(terminal) && outputText(tfinal) === outputText(terminal),
+    JSON.stringify({ usage: terminal?.usage, output: tfinal.output }));
+  try {
+    await openai.responses.create({ model, input: "Weather in Paris?", tools: [weather] });
+    check("function tools on a model without tool calls refused", false, "no error");
+  } catch (e) {
+    check("function tools on a model without tool calls refused", e instanceof OpenAI.BadRequestError && e.param === "tools", e.message);
+  }
+
+  // Deleting a downloaded model unloads it and removes it from the cache.
+  await ollama.delete({ model: toolModel });
+  const afterRepoDelete = await ollama.list();
+  const psAfterRepoDelete = await ollama.ps();
+  check("ollama.delete a downloaded model", !afterRepoDelete.models.some((m) => m.name === toolModel) && !psAfterRepoDelete.models.some((m) => m.name === toolModel),
+    JSON.stringify({ list: afterRepoDelete.models.map((m) => m.name), ps: psAfterRepoDelete.models.map((m) => m.name) }));
+  try {
+    await ollama.delete({ model: toolModel });
+    check("ollama.delete an unknown model", false, "no error");
+  } catch (e) {
+    check("ollama.delete an unknown model", e.name === "ResponseError" && e.status_code === 404, e.message);
+  }
+}
 
 summary.failed = failed;
 console.log(JSON.stringify(summary));

@@ -1,23 +1,69 @@
 // Package clientcheck runs the official OpenAI, Anthropic and Ollama
-// JavaScript clients (check.mjs) against a real Hearth server serving chat-tiny. Set it
-// up with `npm ci` in tools/clientcheck.
+// JavaScript clients (check.mjs) against a real Hearth server serving the
+// built-in starter model, with a Hugging Face cache that holds one more
+// model (chat-tiny with a tool-calling chat template, pulled from a
+// stand-in hub) for the function-tool, copy and delete checks. Set it up
+// with `npm ci` in tools/clientcheck.
 package clientcheck
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
 	"hearth/engine"
 	"hearth/engine/pool"
+	"hearth/engine/registry"
+	"hearth/engine/registry/registrytest"
 	"hearth/internal/testenv"
 	"hearth/internal/testmodels"
 	"hearth/web"
 )
+
+// starterID is assets.StarterID; the test serves the repository's copy of
+// the starter model (assets/starter) rather than extracting the embedded
+// one.
+const starterID = "hearth/starter"
+
+// toolRepo is the cached model check.mjs may call tools on, copy and
+// delete.
+const toolRepo = "acme/tiny-tools"
+
+// toolTemplate is a chat template that offers tools and writes Hermes
+// <tool_call> markup, so the server treats the model as tool-capable.
+const toolTemplate = "{%- if tools %}<|im_start|>system\n{% for t in tools %}{{ t.function.name }}\n{% endfor %}<|im_end|>\n{% endif %}" +
+	"{%- for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}" +
+	"{%- for tc in m.tool_calls or [] %}<tool_call>{{ tc.function.name }}</tool_call>{% endfor %}<|im_end|>\n{% endfor %}" +
+	"{%- if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// toolHub serves chat-tiny, with toolTemplate, as toolRepo.
+func toolHub(t *testing.T) *registrytest.Hub {
+	t.Helper()
+	h := registrytest.NewHub(t, toolRepo)
+	dir := filepath.Join(testmodels.Root(), "chat-tiny")
+	for _, name := range []string{"config.json", "generation_config.json", "model.safetensors", "tokenizer.json"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Files[name] = registrytest.File{Data: b, LFS: strings.HasSuffix(name, ".safetensors")}
+	}
+	cfg, _ := json.Marshal(map[string]any{"eos_token": "<|im_end|>", "chat_template": toolTemplate, "model_max_length": 256})
+	h.Files["tokenizer_config.json"] = registrytest.File{Data: cfg}
+	return h
+}
 
 func TestOfficialClients(t *testing.T) {
 	node, err := exec.LookPath("node")
@@ -26,13 +72,30 @@ func TestOfficialClients(t *testing.T) {
 	_, err2 := os.Stat(filepath.Join("node_modules", "@anthropic-ai", "sdk", "package.json"))
 	_, err3 := os.Stat(filepath.Join("node_modules", "ollama", "package.json"))
 	testenv.Need(t, "the openai, @anthropic-ai/sdk and ollama npm packages (run npm ci in tools/clientcheck)", err1 == nil && err2 == nil && err3 == nil)
+	starter := filepath.Join(repoRoot(), "assets", "starter")
+	if _, err := os.Stat(filepath.Join(starter, "model.safetensors")); err != nil {
+		t.Fatalf("the starter model: %v", err)
+	}
 
+	cache := t.TempDir()
+	hub := toolHub(t)
+	if err := registry.Pull(context.Background(), registry.PullOptions{Endpoint: hub.URL, CacheDir: cache, Repo: hub.Repo}, nil); err != nil {
+		t.Fatal(err)
+	}
+	reg := registry.New(cache).WithBuiltin(registry.Builtin{ID: starterID, Dir: starter}).WithAliases(filepath.Join(t.TempDir(), "aliases.json"))
 	p := pool.New(pool.Options{
-		Runner:  engine.RunnerOptions{Options: engine.Options{Threads: 1}},
-		Default: pool.Model{ID: "chat-tiny", Dir: filepath.Join(testmodels.Root(), "chat-tiny")},
+		Runner:  engine.RunnerOptions{Options: engine.Options{Threads: 1, Backend: "cpu"}},
+		Default: pool.Model{ID: starterID, Dir: starter},
+		Resolve: func(name string) (pool.Model, error) { // as app wires it
+			rec, err := reg.ResolveName(name)
+			if err != nil {
+				return pool.Model{}, err
+			}
+			return pool.Model{ID: rec.Name(), Dir: rec.Dir, Shape: rec.Shape}, nil
+		},
 	})
 	defer p.Close()
-	s := web.New(web.Options{Pool: p, Version: "clientcheck"})
+	s := web.New(web.Options{Pool: p, Registry: reg, Version: "clientcheck"})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -44,9 +107,9 @@ func TestOfficialClients(t *testing.T) {
 		s.Shutdown(ctx)
 	}()
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, node, "check.mjs", "http://"+ln.Addr().String(), "chat-tiny").CombinedOutput()
+	out, err := exec.CommandContext(ctx, node, "check.mjs", "http://"+ln.Addr().String(), starterID, toolRepo).CombinedOutput()
 	t.Logf("check.mjs:\n%s", out)
 	if err != nil {
 		t.Fatalf("check.mjs: %v", err)

@@ -1,0 +1,48 @@
+package web
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"hearth/engine"
+)
+
+// countTokensResponse is Anthropic's POST /v1/messages/count_tokens answer.
+type countTokensResponse struct {
+	InputTokens int `json:"input_tokens"`
+}
+
+// countTokens serves POST /v1/messages/count_tokens: the input_tokens that
+// /v1/messages reports for the same model, system, messages and tools
+// (max_tokens and the sampling fields are not needed, and not checked).
+// The conversation is rendered with the model's chat template and
+// tokenized, as a generation's prompt is, without loading the model onto
+// a backend (Pool.Prompter). A prompt that leaves no room in the model's
+// context for one generated token is refused as /v1/messages refuses it.
+func (s *Server) countTokens(c echo.Context) error {
+	body, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	var in messagesRequest
+	if err := decodeJSON(body, &in); err != nil {
+		return err
+	}
+	msgs, tools, err := in.prompt()
+	if err != nil {
+		return err
+	}
+	p, err := s.pool.Prompter(in.Model)
+	if err != nil {
+		return err
+	}
+	if tools != nil && !p.ToolCalls() {
+		return noToolCalls(p.ID)
+	}
+	ids, err := p.Prompt(c.Request().Context(), &engine.Request{Messages: msgs, Tools: tools})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, countTokensResponse{InputTokens: len(ids)})
+}
