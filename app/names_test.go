@@ -61,6 +61,8 @@ func TestServeModelDirByItsID(t *testing.T) {
 		}
 		if m := regexp.MustCompile(`listening on (http://\S+)`).FindStringSubmatch(sc.Text()); m != nil {
 			url = m[1]
+		}
+		if id != "" && url != "" {
 			break
 		}
 	}

@@ -208,12 +208,7 @@ func (c *cli) serve(args []string) error {
 
 	tcp := ln.Addr().(*net.TCPAddr)
 	url := "http://" + net.JoinHostPort(displayHost(tcp.IP), strconv.Itoa(tcp.Port))
-	fmt.Fprintf(c.stdout, "hearth %s serving %s (%s, %s, %d tokens of context; loaded in %s)\n",
-		version, info.ID, info.Family, info.Backend, info.ContextTokens, time.Since(start).Round(time.Millisecond))
-	fmt.Fprintf(c.stdout, "listening on %s  (OpenAI: %s/v1, Anthropic: %s/v1/messages)\n", url, url, url)
-	if def.ID == assets.StarterID {
-		fmt.Fprintln(c.stdout, "note: hearth/starter is a tiny built-in model for a first try; pull a bigger one with `hearth pull org/name` and serve it with --model")
-	}
+	c.banner(url, info, def.ID == assets.StarterID, time.Since(start))
 
 	select {
 	case err := <-done:
@@ -226,6 +221,17 @@ func (c *cli) serve(args []string) error {
 		return err
 	}
 	return <-done
+}
+
+// banner prints serve's first lines: where the chat is, what is loaded,
+// and, while the default is the starter, how to get a real model.
+func (c *cli) banner(url string, info engine.Info, starter bool, took time.Duration) {
+	fmt.Fprintf(c.stdout, "hearth %s listening on %s — open it to chat; the API is at /v1 (OpenAI) and /v1/messages (Anthropic)\n", version, url)
+	fmt.Fprintf(c.stdout, "serving %s (%s, %s, %d tokens of context; loaded in %s)\n",
+		info.ID, info.Family, info.Backend, info.ContextTokens, took.Round(time.Millisecond))
+	if starter {
+		fmt.Fprintf(c.stdout, "%s is a tiny built-in model for a first try; for a real one: hearth pull NAME (hearth ls --available lists them), then pick it in the chat\n", assets.StarterID)
+	}
 }
 
 // displayHost is how the banner names the listening address.

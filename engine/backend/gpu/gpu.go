@@ -172,19 +172,10 @@ func Probe() (Adapter, error) {
 	return describe(a), nil
 }
 
-// newInstance makes a wgpu instance. The binding fills an instance
-// descriptor from uninitialised memory (some fields are left as garbage,
-// which wgpu-native may reject with a panic), so no descriptor is passed;
-// pickAdapter filters the backends instead.
-func newInstance() *wgpu.Instance {
-	wgpu.SetLogLevel(wgpu.LogLevelError)
-	return wgpu.CreateInstance(nil)
-}
-
 // pickAdapter prefers a discrete GPU, then an integrated one, then anything
 // else, then a CPU emulation.
 func pickAdapter(inst *wgpu.Instance) (*wgpu.Adapter, error) {
-	all := inst.EnumerateAdapters(&wgpu.InstanceEnumerateAdapterOptons{Backends: wgpu.InstanceBackendVulkan | wgpu.InstanceBackendMetal})
+	all := inst.EnumerateAdapters(&wgpu.InstanceEnumerateAdapterOptons{Backends: instanceBackends})
 	if len(all) == 0 {
 		return nil, errors.New("no Vulkan or Metal adapter found (on Linux: apt-get install mesa-vulkan-drivers libvulkan1, or a GPU driver)")
 	}
