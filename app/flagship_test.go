@@ -12,7 +12,8 @@ import (
 // Face cache, are listed as targeted (not generic, not unsupported).
 func TestLsFlagship(t *testing.T) {
 	home := t.TempDir()
-	repos := map[string]string{"google/gemma-4-tiny": "gemma4-f32", "google/gemma-4-tiny-moe": "gemma4_moe-q4g64"}
+	repos := map[string]string{"google/gemma-4-tiny": "gemma4-f32", "google/gemma-4-tiny-moe": "gemma4_moe-q4g64",
+		"Qwen/Qwen3.5-tiny": "qwen3_5-f32", "Qwen/Qwen3.5-tiny-moe": "qwen3_5_moe-q4g64"}
 	for repo, model := range repos {
 		cacheRepo(t, filepath.Join(home, "hub"), repo, filepath.Join(testmodels.Root(), model))
 	}

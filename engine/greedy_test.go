@@ -51,9 +51,16 @@ func (p *donePending) Read(t tensor.T, dst []float32) error {
 // TestGreedyErrors: a read that fails at any step, and a context cancelled
 // mid-way, leave the error sticky, and after Close the sequence holds the
 // prompt and the tokens returned but the last, so decoding carries on
-// correctly (on a sliding-window model, whose caches are rings).
+// correctly: on a sliding-window model, whose caches are rings, and on a
+// hybrid one whose DeltaNet layers must rewind a recurrent state.
 func TestGreedyErrors(t *testing.T) {
-	m, err := Load(filepath.Join(testmodels.Root(), "gemma2-f32"), Options{Backend: "cpu", ChunkTokens: 4})
+	for _, name := range []string{"gemma2-f32", "qwen3_5-f32"} {
+		t.Run(name, func(t *testing.T) { greedyErrors(t, name) })
+	}
+}
+
+func greedyErrors(t *testing.T, name string) {
+	m, err := Load(filepath.Join(testmodels.Root(), name), Options{Backend: "cpu", ChunkTokens: 4})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,13 +8,14 @@ import (
 	"hearth/engine/config"
 	"hearth/engine/family"
 	"hearth/engine/family/gemma4"
+	"hearth/engine/family/qwen35"
 	"hearth/engine/family/universal"
 	"hearth/engine/fit"
 )
 
 // list is the registry, in resolution order: targeted ports first, the
 // generic tier last, so a descriptor never shadows a port.
-var list = []*family.Family{&gemma4.Family, &universal.Family}
+var list = []*family.Family{&gemma4.Family, &qwen35.Family, &universal.Family}
 
 // Shape is fit.FromConfig with the cache layout of the family that runs c,
 // when it declares its own (family.Family.CacheLayers).

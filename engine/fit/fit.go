@@ -80,6 +80,11 @@ func FromConfig(c *config.Config, weightBytes int64) Shape {
 		if i < len(c.LayerTypes) && c.IsSliding(i) {
 			l.Kind, l.Window = Sliding, c.SlidingWindow
 		}
+		if i < len(c.LayerTypes) && c.LayerTypes[i] == config.Linear {
+			// a fixed state, not keys and values; its size is the
+			// family's to say (family.Family.CacheLayers)
+			l = Layer{Kind: Recurrent}
+		}
 		s.Layers = append(s.Layers, l)
 	}
 	return s

@@ -21,6 +21,7 @@ import (
 
 	"hearth/engine"
 	"hearth/engine/checkpoint"
+	"hearth/engine/families"
 	"hearth/engine/fit"
 	"hearth/engine/tensor"
 	"hearth/engine/tokenizer"
@@ -148,7 +149,7 @@ func shapeOf(t *testing.T, dir string) fit.Shape {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fit.FromConfig(ck.Config, ck.Weights.Bytes)
+	return families.Shape(ck.Config, ck.Weights.Bytes) // with the family's cache layout
 }
 
 // synthetic describes a random-weight Llama checkpoint for the universal

@@ -28,7 +28,7 @@ func TestMoELayouts(t *testing.T) {
 	}
 	n := 0
 	for _, e := range m.Entries {
-		if e.Variant != "f32" || !slices.Contains([]string{"qwen3_moe", "qwen2_moe", "mixtral", "olmoe"}, e.ModelType) {
+		if e.Variant != "f32" || !slices.Contains([]string{"qwen3_moe", "qwen2_moe", "mixtral", "olmoe", "qwen3_5_moe_text"}, e.ModelType) {
 			continue
 		}
 		n++
@@ -46,8 +46,8 @@ func TestMoELayouts(t *testing.T) {
 			})
 		}
 	}
-	if n != 4 {
-		t.Errorf("found %d MoE f32 entries, want 4", n)
+	if n != 5 {
+		t.Errorf("found %d MoE f32 entries, want 5", n)
 	}
 }
 

@@ -143,7 +143,7 @@ func (e *CatalogEntry) derive() error {
 		return fmt.Errorf("config: %w", err)
 	}
 	e.ModelType, e.ContextTokens = cfg.ModelType, cfg.MaxPositionEmbeddings
-	e.Shape = fit.FromConfig(cfg, e.Bytes)
+	e.Shape = families.Shape(cfg, e.Bytes)
 	e.Family, e.Tier, e.Capabilities = "", TierUnsupported, []string{}
 	if fam, err := families.Resolve(cfg); err == nil {
 		// A catalog entry is text only: towers, when a checkpoint has

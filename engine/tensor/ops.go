@@ -11,29 +11,33 @@ import (
 type Op uint8
 
 const (
-	OpInvalid      Op = iota
-	OpInput           // host data given at build time
-	OpEmbed           // rows of a table (dense or quantized) by token id
-	OpMatMul          // x·wᵀ
-	OpAdd             // a + b, b broadcast over a's leading axes
-	OpMul             // a * b, likewise
-	OpScale           // x * F[0]
-	OpRMSNorm         // x / rms(x) * (w + F[1])
-	OpLayerNorm       // (x - mean) / std * w + b
-	OpRoPE            // rotary position embedding
-	OpSiLU            // x * sigmoid(x)
-	OpGELUTanh        // tanh approximation of GELU
-	OpGELU            // exact (erf) GELU
-	OpSoftmax         // over the last axis
-	OpTanhCap         // F[0] * tanh(x / F[0]) (logit softcapping)
-	OpReshape         // same data, new shape
-	OpSlice           // I[0]=axis, I[1]=start, I[2]=end
-	OpStore           // copy In[1] into buffer In[0] starting at row I[0]
-	OpAttention       // scaled dot-product attention over a KV buffer
-	OpRoute           // mixture-of-experts router: top-k experts and weights per row
-	OpExpertMatMul    // x·w[e]ᵀ for each row's routed experts e of a stacked weight
-	OpExpertSum       // routing-weighted sum of each row's expert outputs
-	OpArgmax          // index of each row's largest value (greedy sampling on the device)
+	OpInvalid        Op = iota
+	OpInput             // host data given at build time
+	OpEmbed             // rows of a table (dense or quantized) by token id
+	OpMatMul            // x·wᵀ
+	OpAdd               // a + b, b broadcast over a's leading axes
+	OpMul               // a * b, likewise
+	OpScale             // x * F[0]
+	OpRMSNorm           // x / rms(x) * (w + F[1])
+	OpLayerNorm         // (x - mean) / std * w + b
+	OpRoPE              // rotary position embedding
+	OpSiLU              // x * sigmoid(x)
+	OpGELUTanh          // tanh approximation of GELU
+	OpGELU              // exact (erf) GELU
+	OpSoftmax           // over the last axis
+	OpTanhCap           // F[0] * tanh(x / F[0]) (logit softcapping)
+	OpReshape           // same data, new shape
+	OpSlice             // I[0]=axis, I[1]=start, I[2]=end
+	OpStore             // copy In[1] into buffer In[0] starting at row I[0]
+	OpAttention         // scaled dot-product attention over a KV buffer
+	OpRoute             // mixture-of-experts router: top-k experts and weights per row
+	OpExpertMatMul      // x·w[e]ᵀ for each row's routed experts e of a stacked weight
+	OpExpertSum         // routing-weighted sum of each row's expert outputs
+	OpArgmax            // index of each row's largest value (greedy sampling on the device)
+	OpSigmoid           // 1 / (1 + exp(-x))
+	OpSoftplus          // log(1 + exp(x)), x itself above 20 (deltanet.go)
+	OpCausalConv1d      // depthwise causal convolution over time with a rolling state (deltanet.go)
+	OpGatedDeltaRule    // the gated delta-rule scan over a recurrent state (deltanet.go)
 	numOps
 )
 
@@ -44,7 +48,8 @@ var opNames = [...]string{
 	OpGELU: "GELU", OpSoftmax: "Softmax", OpTanhCap: "TanhCap", OpReshape: "Reshape",
 	OpSlice: "Slice", OpStore: "Store", OpAttention: "Attention",
 	OpRoute: "Route", OpExpertMatMul: "ExpertMatMul", OpExpertSum: "ExpertSum",
-	OpArgmax: "Argmax",
+	OpArgmax:  "Argmax",
+	OpSigmoid: "Sigmoid", OpSoftplus: "Softplus", OpCausalConv1d: "CausalConv1d", OpGatedDeltaRule: "GatedDeltaRule",
 }
 
 func (o Op) String() string {

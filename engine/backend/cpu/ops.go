@@ -86,6 +86,8 @@ func (b *Backend) exec(g *tensor.Graph, i int) error {
 		return b.expertSum(g, i)
 	case tensor.OpArgmax:
 		return b.argmax(g, i)
+	case tensor.OpSigmoid, tensor.OpSoftplus, tensor.OpCausalConv1d, tensor.OpGatedDeltaRule:
+		return b.deltanet(g, i)
 	default:
 		return fmt.Errorf("op %v is not implemented by the cpu backend", n.Op)
 	}

@@ -55,6 +55,8 @@ func (c *compiler) node(i int) error {
 		return c.expertSum(i)
 	case tensor.OpArgmax:
 		return c.argmax(i)
+	case tensor.OpSigmoid, tensor.OpSoftplus, tensor.OpCausalConv1d, tensor.OpGatedDeltaRule:
+		return c.deltanet(i)
 	}
 	return fmt.Errorf("op %v is not implemented by the gpu backend", nd.Op)
 }

@@ -251,6 +251,7 @@ func cases() []opCase {
 	})
 	attention(add)
 	moe(add)
+	deltanet(add)
 	argmax(func(name string, f func(c *checker, g *tensor.Graph) (tensor.T, []float64)) {
 		cs = append(cs, opCase{op: tensor.OpArgmax, name: name, build: f, exact: true})
 	})

@@ -1,0 +1,125 @@
+package parity
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"hearth/engine"
+	"hearth/engine/tensor"
+	"hearth/internal/testmodels"
+)
+
+// TestQwen35Layouts holds the Qwen 3.5 entries to their goldens in the
+// layouts real checkpoints ship, which the oracle's text-only saves do not
+// cover: transformers' Qwen3_5ForConditionalGeneration (config under
+// text_config, the decoder under model.language_model., a vision tower
+// under model.visual. and the multi-token-prediction head under mtp.), and
+// mlx-lm's conversion of it (the decoder under language_model.model., the
+// head at language_model.lm_head, conv1d weights as [C, K, 1] and the
+// (1 + w) norms stored with the 1 added, a tower under vision_tower.).
+func TestQwen35Layouts(t *testing.T) {
+	m, err := testmodels.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		entry, top, prefix, head string
+		extra                    []string // tensors the port must leave alone
+		mlx                      bool     // mlx-lm's sanitized weights
+	}{
+		{"qwen3_5-f32", "qwen3_5", "model.language_model.", "lm_head", []string{"model.visual.blocks.0.attn.qkv.weight", "mtp.fc.weight"}, false},
+		{"qwen3_5-bf16", "qwen3_5", "language_model.model.", "language_model.lm_head", []string{"vision_tower.blocks.0.attn.qkv.weight"}, true},
+		{"qwen3_5_moe-f32", "qwen3_5_moe", "model.language_model.", "lm_head", []string{"model.visual.merger.linear_fc1.weight", "mtp.layers.0.mlp.gate.weight"}, false},
+		{"qwen3_5_moe-q4g64", "qwen3_5_moe", "language_model.model.", "language_model.lm_head", []string{"vision_tower.patch_embed.proj.weight"}, true},
+	} {
+		e, ok := m.Find(tc.entry)
+		if !ok {
+			t.Fatalf("no manifest entry %s", tc.entry)
+		}
+		t.Run(tc.entry+"/"+strings.TrimSuffix(tc.prefix, "."), func(t *testing.T) {
+			dir := testmodels.Copy(t, e.Dir)
+			raw, err := os.ReadFile(filepath.Join(dir, "config.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var text map[string]any
+			if err := json.Unmarshal(raw, &text); err != nil {
+				t.Fatal(err)
+			}
+			top := map[string]any{
+				"model_type": tc.top, "architectures": []string{"Qwen3_5ForConditionalGeneration"},
+				"text_config": text, "vision_config": map[string]any{"depth": 1, "hidden_size": 8},
+				"tie_word_embeddings": text["tie_word_embeddings"],
+			}
+			if q, ok := text["quantization"].(map[string]any); ok {
+				// mlx-lm writes it at the top, its per-module keys named
+				// as the renamed tensors are
+				moved := map[string]any{}
+				for k, v := range q {
+					if name, ok := strings.CutPrefix(k, "model."); ok {
+						k = tc.prefix + name
+					}
+					moved[k] = v
+				}
+				delete(text, "quantization")
+				delete(text, "quantization_config")
+				top["quantization"] = moved
+			}
+			wrapped, _ := json.Marshal(top)
+			if err := os.WriteFile(filepath.Join(dir, "config.json"), wrapped, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			testmodels.Rewrite(t, dir, func(ws []tensor.Weight) []tensor.Weight {
+				for i := range ws {
+					w := &ws[i]
+					if tc.mlx {
+						sanitize(t, w)
+					}
+					if name, ok := strings.CutPrefix(w.Name, "model."); ok {
+						w.Name = tc.prefix + name
+					} else if name, ok := strings.CutPrefix(w.Name, "lm_head."); ok {
+						w.Name = tc.head + "." + name
+					}
+				}
+				for _, name := range tc.extra {
+					ws = append(ws, tensor.Weight{Name: name, DType: tensor.F32, Shape: []int{2, 2}, Data: make([]byte, 16)})
+				}
+				return ws
+			})
+			checkDir(t, e, dir, engine.Options{Backend: "cpu"})
+		})
+	}
+}
+
+// sanitize does to w what mlx-lm's qwen3_5 sanitize does to a
+// transformers checkpoint: conv1d weights [C, 1, K] become [C, K, 1], and
+// the (1 + w) norms' weights get the 1 added. mlx-lm rounds the sum to the
+// weight's dtype; here it stays float32, so the goldens still hold exactly.
+func sanitize(t *testing.T, w *tensor.Weight) {
+	if strings.HasSuffix(w.Name, "conv1d.weight") {
+		w.Shape = []int{w.Shape[0], w.Shape[2], w.Shape[1]}
+		return
+	}
+	shifted := false
+	for _, suffix := range []string{".input_layernorm.weight", ".post_attention_layernorm.weight", "model.norm.weight", ".q_norm.weight", ".k_norm.weight"} {
+		shifted = shifted || strings.HasSuffix(w.Name, suffix)
+	}
+	if !shifted {
+		return
+	}
+	if w.Quantized() || len(w.Shape) != 1 {
+		t.Fatalf("%s: not a dense norm weight", w.Name)
+	}
+	vals := make([]float32, w.Shape[0])
+	tensor.Float32(w.DType, w.Data, 0, vals)
+	data := make([]byte, 4*len(vals))
+	for i, v := range vals {
+		binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(v+1))
+	}
+	w.DType, w.Data = tensor.F32, data
+}
