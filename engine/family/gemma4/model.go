@@ -100,9 +100,7 @@ type moeBlock struct {
 	router               nn.Linear // proj [experts, hidden]
 	routerScale          tensor.T  // scale [hidden], with the 1/√hidden of the router's input
 	expertScale          tensor.T  // per_expert_scale [experts]
-	gate, up             tensor.T  // stacked [experts, inter, hidden] (MLX); none when fused
-	gateUp               tensor.T  // stacked [experts, 2·inter, hidden] (transformers)
-	down                 tensor.T  // stacked [experts, hidden, inter]
+	experts              nn.Experts
 	postFF1, preFF2, pF2 nn.RMSNorm
 }
 
@@ -230,7 +228,8 @@ func (m *Model) bindLayer(l *nn.Loader, p string, i int, rms func(string, int) n
 }
 
 // bindMoE binds a layer's router and experts: transformers' fused
-// experts.gate_up_proj, or mlx-lm's stacked experts.switch_mlp.
+// experts.gate_up_proj, mlx-lm's stacked experts.switch_mlp, or one
+// module per expert.
 func (m *Model) bindMoE(l *nn.Loader, p string, rms func(string, int) nn.RMSNorm) *moeBlock {
 	s, hidden := m.s, m.cfg.HiddenSize
 	b := &moeBlock{
@@ -241,15 +240,8 @@ func (m *Model) bindMoE(l *nn.Loader, p string, rms func(string, int) nn.RMSNorm
 		preFF2:      rms(p+"pre_feedforward_layernorm_2", hidden),
 		pF2:         rms(p+"post_feedforward_layernorm_2", hidden),
 	}
-	e := p + "experts."
-	if l.W.Has(e + "switch_mlp.gate_proj.weight") {
-		b.gate = l.Weight(l.W.Linear(e+"switch_mlp.gate_proj"), s.experts, s.moeInter, hidden)
-		b.up = l.Weight(l.W.Linear(e+"switch_mlp.up_proj"), s.experts, s.moeInter, hidden)
-		b.down = l.Weight(l.W.Linear(e+"switch_mlp.down_proj"), s.experts, hidden, s.moeInter)
-	} else {
-		b.gateUp = l.Weight(l.W.Tensor(e+"gate_up_proj"), s.experts, 2*s.moeInter, hidden)
-		b.down = l.Weight(l.W.Tensor(e+"down_proj"), s.experts, hidden, s.moeInter)
-	}
+	names := [3]string{"gate_proj", "up_proj", "down_proj"}
+	b.experts = l.Experts(p+"experts.switch_mlp.", p+"experts.", names, s.experts, s.moeInter, hidden)
 	return b
 }
 
@@ -392,14 +384,5 @@ func (b *moeBlock) forward(g *tensor.Graph, m *Model, r tensor.T) tensor.T {
 	eps := b.postFF1.Eps
 	ri := g.Scale(g.RMSNorm(r, b.routerScale, eps, 0), float32(1/math.Sqrt(float64(m.cfg.HiddenSize))))
 	route := g.RouteScaled(b.router.Forward(g, ri), s.topK, tensor.RouteSoftmax, true, b.expertScale)
-	h := b.preFF2.Forward(g, r)
-	var gate, up tensor.T
-	if !b.gateUp.IsNone() {
-		gu := g.ExpertMatMul(h, b.gateUp, route)
-		gate, up = g.Slice(gu, -1, 0, s.moeInter), g.Slice(gu, -1, s.moeInter, 2*s.moeInter)
-	} else {
-		gate, up = g.ExpertMatMul(h, b.gate, route), g.ExpertMatMul(h, b.up, route)
-	}
-	y := g.ExpertMatMul(g.Mul(m.act(g, gate), up), b.down, route)
-	return b.pF2.Forward(g, g.ExpertSum(y, route))
+	return b.pF2.Forward(g, b.experts.Forward(g, m.act, b.preFF2.Forward(g, r), route))
 }

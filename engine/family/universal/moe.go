@@ -52,10 +52,8 @@ type moeConfig struct {
 
 // moeBlock is one layer's sparse feed-forward block.
 type moeBlock struct {
-	router   nn.Linear
-	gate, up tensor.T // stacked [experts, inter, hidden]; none when fused
-	gateUp   tensor.T // stacked [experts, 2·inter, hidden] (transformers 5)
-	down     tensor.T // stacked [experts, hidden, inter]
+	router  nn.Linear
+	experts nn.Experts
 	// shared expert (Qwen2-MoE)
 	shared            bool
 	sGate, sUp, sDown nn.Linear
@@ -142,21 +140,7 @@ func (m *Model) bindMoE(l *nn.Loader, p string) (*moeBlock, bool) {
 	if names[0] == "" {
 		names = [3]string{"gate_proj", "up_proj", "down_proj"}
 	}
-	switch {
-	case l.W.Has(mp + ".switch_mlp.gate_proj.weight"): // mlx-lm's stacked layout
-		s := mp + ".switch_mlp."
-		b.gate = l.Weight(l.W.Linear(s+"gate_proj"), mc.experts, mc.inter, hidden)
-		b.up = l.Weight(l.W.Linear(s+"up_proj"), mc.experts, mc.inter, hidden)
-		b.down = l.Weight(l.W.Linear(s+"down_proj"), mc.experts, hidden, mc.inter)
-	case l.W.Has(mp + ".experts.gate_up_proj"): // transformers 5's fused parameters
-		b.gateUp = l.Weight(l.W.Tensor(mp+".experts.gate_up_proj"), mc.experts, 2*mc.inter, hidden)
-		b.down = l.Weight(l.W.Tensor(mp+".experts.down_proj"), mc.experts, hidden, mc.inter)
-	default: // one module per expert, stacked here
-		e := mp + ".experts."
-		b.gate = l.Weight(stack(l, e, names[0], mc.experts), mc.experts, mc.inter, hidden)
-		b.up = l.Weight(stack(l, e, names[1], mc.experts), mc.experts, mc.inter, hidden)
-		b.down = l.Weight(stack(l, e, names[2], mc.experts), mc.experts, hidden, mc.inter)
-	}
+	b.experts = l.Experts(mp+".switch_mlp.", mp+".experts.", names, mc.experts, mc.inter, hidden)
 	if d.Shared {
 		b.shared = true
 		s := mp + ".shared_expert."
@@ -168,61 +152,12 @@ func (m *Model) bindMoE(l *nn.Loader, p string) (*moeBlock, bool) {
 	return b, true
 }
 
-// stack reads prefix{e}.name for every expert e (dense or quantized, all
-// alike) and joins them into one [experts, out, in] weight. Every tensor is
-// bound, so the audit stays exact; a missing one is reported by the Binder.
-// The joined bytes live in the weight set's own memory (Binder.Alloc), off
-// the Go heap, so a CPU backend that keeps them costs the model's size once,
-// and a GPU backend's copy frees them with the set after load.
-func stack(l *nn.Loader, prefix, name string, experts int) tensor.Weight {
-	parts := make([]tensor.Weight, experts)
-	for e := range parts {
-		w := l.W.Linear(fmt.Sprintf("%s%d.%s", prefix, e, name))
-		if w.Data == nil {
-			return tensor.Weight{}
-		}
-		if w0 := parts[0]; e > 0 && (!slices.Equal(w.Shape, w0.Shape) || w.DType != w0.DType || (w.Quant == nil) != (w0.Quant == nil) ||
-			(w.Quant != nil && (*w.Quant != *w0.Quant || w.ScaleDType != w0.ScaleDType))) {
-			l.Fail(fmt.Errorf("expert %d of %s%s differs from expert 0 in shape, dtype or quantization", e, prefix, name))
-			return tensor.Weight{}
-		}
-		parts[e] = w
-	}
-	w0 := parts[0]
-	nd, ns := len(w0.Data), len(w0.Scales)
-	mem, err := l.W.Alloc(experts * (nd + 2*ns))
-	if err != nil {
-		l.Fail(fmt.Errorf("stack %s*.%s: %w", prefix, name, err))
-		return tensor.Weight{}
-	}
-	out := tensor.Weight{Name: prefix + "*." + name, DType: w0.DType, Shape: append([]int{experts}, w0.Shape...),
-		Quant: w0.Quant, ScaleDType: w0.ScaleDType}
-	out.Data, mem = mem[:experts*nd:experts*nd], mem[experts*nd:]
-	if ns > 0 {
-		out.Scales, out.Biases = mem[:experts*ns:experts*ns], mem[experts*ns:]
-	}
-	for e, w := range parts {
-		copy(out.Data[e*nd:], w.Data)
-		copy(out.Scales[e*ns:], w.Scales)
-		copy(out.Biases[e*ns:], w.Biases)
-	}
-	return out
-}
-
 // forward records router → top-k → gated experts → weighted sum, plus the
 // shared expert scaled by sigmoid(shared_expert_gate(h)).
 func (b *moeBlock) forward(g *tensor.Graph, m *Model, h tensor.T) tensor.T {
 	mc := m.moe
 	route := g.Route(b.router.Forward(g, h), mc.topK, tensor.RouteSoftmax, mc.norm)
-	var gate, up tensor.T
-	if !b.gateUp.IsNone() {
-		gu := g.ExpertMatMul(h, b.gateUp, route)
-		gate, up = g.Slice(gu, -1, 0, mc.inter), g.Slice(gu, -1, mc.inter, 2*mc.inter)
-	} else {
-		gate, up = g.ExpertMatMul(h, b.gate, route), g.ExpertMatMul(h, b.up, route)
-	}
-	y := g.ExpertMatMul(g.Mul(m.act(g, gate), up), b.down, route)
-	out := g.ExpertSum(y, route)
+	out := b.experts.Forward(g, m.act, h, route)
 	if b.shared {
 		n, hidden := g.Shape(h)[0], m.cfg.HiddenSize
 		s := b.sDown.Forward(g, g.Mul(m.act(g, b.sGate.Forward(g, h)), b.sUp.Forward(g, h)))
