@@ -62,6 +62,83 @@ def load_qa(path=None):
     return out
 
 
+def load_dialogues(path=None, qa=None):
+    """load_dialogues reads hearth_dialogue.jsonl: hand-written multi-turn
+    chats, each {"id", "turns": [{"user": ..., "a": ...} or {"user": ...,
+    "ref": PAIR_ID}, ...]}.  A turn with "ref" takes its answer from that
+    Q&A pair, so a dialogue says the same as the single-turn pair.  Returns
+    lists of (question, answer) turns."""
+    path = path or os.path.join(HERE, "hearth_dialogue.jsonl")
+    if not os.path.exists(path):
+        return []
+    by_id = {p["id"]: p for p in (qa if qa is not None else load_qa())}
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            r = json.loads(line)
+            turns = []
+            for t in r.get("turns", []):
+                q = t.get("user")
+                a = t.get("a") if "a" in t else by_id.get(t.get("ref"), {}).get("a")
+                if not isinstance(q, str) or not q.strip() or not isinstance(a, str) or not a.strip():
+                    raise ValueError(f"hearth_dialogue.jsonl line {n}: turn {t!r} needs user and a (or a known ref)")
+                turns.append((q, a))
+            if len(turns) < 2:
+                raise ValueError(f"hearth_dialogue.jsonl line {n}: a dialogue has two turns or more")
+            out.append({"id": r["id"], "turns": turns})
+    return out
+
+
+def norm_q(s):
+    """norm_q is the form prompts are compared in (held-out check): lower
+    case, letters, digits and spaces only."""
+    return " ".join(re.findall(r"[a-z0-9]+", s.lower().replace("'", "")))
+
+
+def training_questions(qa=None, dialogues=None):
+    """training_questions is the set of every user turn the training can
+    see (all Q&A questions and paraphrases, held-out pairs included, and
+    every dialogue turn), normalized with norm_q."""
+    qa = qa if qa is not None else load_qa()
+    dialogues = dialogues if dialogues is not None else load_dialogues(qa=qa)
+    seen = set()
+    for p in qa:
+        for q in [p["q"]] + p["paraphrases"]:
+            seen.add(norm_q(q))
+    for d in dialogues:
+        for q, _ in d["turns"]:
+            seen.add(norm_q(q))
+    return seen
+
+
+def load_heldout(path=None):
+    path = path or os.path.join(HERE, "starter_heldout.jsonl")
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def check_heldout(qa, dialogues, path=None):
+    """check_heldout fails when a held-out evaluation prompt is among the
+    training questions."""
+    seen = training_questions(qa, dialogues)
+    bad = [r["prompt"] for r in load_heldout(path) if r.get("held_out", True) and norm_q(r["prompt"]) in seen]
+    if bad:
+        raise SystemExit(f"held-out evaluation prompts are in the training data: {bad}")
+
+
+def vary(q, rnd, p=0.15):
+    """vary returns q, or (with probability p each) q lower-cased and q
+    without its final punctuation: people type "how do i pull a model" as
+    often as the written form."""
+    if rnd.random() < p:
+        q = q.lower()
+    if rnd.random() < p:
+        q = q.rstrip("?!.") or q
+    return q
+
+
 def chat_ids(encode, system, turns):
     """chat_ids tokenizes one conversation piece by piece, mirroring the chat
     template, and returns (ids, mask) where mask is 1 on the tokens the model
@@ -82,21 +159,27 @@ def chat_ids(encode, system, turns):
     return ids, mask
 
 
-def build_chats(qa, encode, system_prompt, rnd, multi_turn=0.25, alt_system=0.2, include_eval=False):
+def build_chats(qa, encode, system_prompt, rnd, multi_turn=0.25, alt_system=0.2, include_eval=False,
+                dialogues=(), vary_p=0.0):
     """build_chats turns the training pairs (all pairs with include_eval)
     into conversations: every question and paraphrase once, mostly under the
     Hearth guide, some under another system prompt, some followed by a second
-    turn."""
+    turn; then every hand-written dialogue once.  With vary_p, user turns
+    are sometimes lower-cased or lose their final punctuation (vary)."""
     pairs = [p for p in qa if include_eval or p["split"] == "train"]
     chats = []
     for p in pairs:
         for q in [p["q"]] + p["paraphrases"]:
-            turns = [(q, p["a"])]
+            turns = [(vary(q, rnd, vary_p), p["a"])]
             if rnd.random() < multi_turn:
                 o = rnd.choice(pairs)
-                turns.append((rnd.choice([o["q"]] + o["paraphrases"]), o["a"]))
+                turns.append((vary(rnd.choice([o["q"]] + o["paraphrases"]), rnd, vary_p), o["a"]))
             system = rnd.choice(ALT_SYSTEM) if rnd.random() < alt_system else system_prompt
             chats.append((system, turns))
+    for d in dialogues:
+        turns = [(vary(q, rnd, vary_p), a) for q, a in d["turns"]]
+        system = rnd.choice(ALT_SYSTEM) if rnd.random() < alt_system else system_prompt
+        chats.append((system, turns))
     return [chat_ids(encode, s, t) for s, t in chats]
 
 

@@ -36,10 +36,22 @@ def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", default=".cache/starter/data")
     ap.add_argument("--qa", default=os.path.join(sc.HERE, "hearth_qa.jsonl"))
+    ap.add_argument("--dialogue", default=os.path.join(sc.HERE, "hearth_dialogue.jsonl"),
+                    help="hand-written multi-turn chats (each trained once per pass over the Q&A)")
+    ap.add_argument("--heldout", default=os.path.join(sc.HERE, "starter_heldout.jsonl"),
+                    help="evaluation prompts the training must never see (checked before training)")
+    ap.add_argument("--vary", type=float, default=0.15,
+                    help="chance that a user turn is lower-cased, and that it loses its final punctuation")
+    ap.add_argument("--qa-passes", type=int, default=12, help="passes over the Q&A and dialogues in the chat stream")
     ap.add_argument("--tokenizer", help="tokenizer.json (default: the checkpoint's, with --resume)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--resume", help="checkpoint directory written by an earlier run")
     ap.add_argument("--init-from", help="start from the weights of a saved model directory")
+    ap.add_argument("--init-max-loss", type=float, default=0,
+                    help="with --init-from: stop at once when the initial validation loss is above this")
+    ap.add_argument("--keep-final", action="store_true",
+                    help="keep the final weights even when an earlier validation check was better "
+                         "(a continued run whose point is the chats, not the text)")
     ap.add_argument("--minutes", type=float, default=6.0, help="training-loop budget")
     ap.add_argument("--deadline", type=float, default=0, help="unix time by which training stops")
     ap.add_argument("--reserve", type=float, default=75, help="seconds kept for eval and saving")
@@ -88,7 +100,7 @@ def text_stream(tok, path):
     return arr, sum(len(d.encode("utf-8")) for d in docs)
 
 
-def chat_stream(tok, qa, system_prompt, render, seed, passes, include_eval=False):
+def chat_stream(tok, qa, system_prompt, render, seed, passes, include_eval=False, dialogues=(), vary_p=0.0):
     """chat_stream packs `passes` shuffled passes over the training chats into
     one token array with a loss mask and the start of each chat."""
     cache = {}
@@ -100,12 +112,14 @@ def chat_stream(tok, qa, system_prompt, render, seed, passes, include_eval=False
 
     rnd = random.Random(seed)
     # The piecewise tokenization must equal the template's.
-    for q, a in [("What is Hearth?", "A local LLM engine."), ("Hi", "`hearth ls`\nok")]:
-        if not sc.check_chat_ids(encode, render, system_prompt, [(q, a)]):
+    for turns in [[("What is Hearth?", "A local LLM engine.")], [("Hi", "`hearth ls`\nok")],
+                  [("hi", "Hello!"), ("can you read images", "Not yet."), ("ok thanks", "You're welcome.")]]:
+        if not sc.check_chat_ids(encode, render, system_prompt, turns):
             raise SystemExit("chat pieces do not tokenize like the rendered template")
     ids, mask, starts = [], [], []
     for _ in range(passes):
-        chats = sc.build_chats(qa, encode, system_prompt, rnd, include_eval=include_eval)
+        chats = sc.build_chats(qa, encode, system_prompt, rnd, include_eval=include_eval,
+                               dialogues=dialogues, vary_p=vary_p)
         rnd.shuffle(chats)
         for c_ids, c_mask in chats:
             starts.append(len(ids))
@@ -207,12 +221,16 @@ def main():
     render = sc.load_template()
     system_prompt = sc.load_system_prompt()
     qa = sc.load_qa(a.qa)
+    dialogues = sc.load_dialogues(a.dialogue, qa) if a.dialogue else []
+    if a.heldout and os.path.exists(a.heldout):
+        sc.check_heldout(qa, dialogues, a.heldout)
     text, text_bytes = text_stream(tok, os.path.join(a.data, "train.txt"))
     valid, valid_bytes = text_stream(tok, os.path.join(a.data, "valid.txt"))
-    chat, chat_mask, chat_starts = chat_stream(tok, qa, system_prompt, render, a.seed, passes=12,
-                                                include_eval=a.qa_include_eval)
+    chat, chat_mask, chat_starts = chat_stream(tok, qa, system_prompt, render, a.seed, passes=a.qa_passes,
+                                                include_eval=a.qa_include_eval, dialogues=dialogues,
+                                                vary_p=a.vary)
     log(f"data: text {len(text):,} tokens ({text_bytes / len(text):.2f} bytes/token), valid {len(valid):,}, "
-        f"chats {len(chat_starts):,} in {len(chat):,} tokens ({int(chat_mask.sum()):,} trained); "
+        f"{len(dialogues)} dialogues; chats {len(chat_starts):,} in {len(chat):,} tokens ({int(chat_mask.sum()):,} trained); "
         f"vocab {vocab}; {time.time() - t_proc:.0f}s")
 
     if ck:
@@ -263,6 +281,12 @@ def main():
     vrng = np.random.default_rng(a.seed + 1)
     quick_valid = np.sort(vrng.integers(0, len(valid) - a.seq - 1, 64))
     quick_train = np.sort(vrng.integers(0, len(text) - a.seq - 1, 64))
+
+    if a.init_from and not a.resume:
+        vl0, _ = starter_eval.window_loss(raw, valid, quick_valid, a.seq, device)
+        log(f"initial valid loss {vl0:.4f} (perplexity {math.exp(vl0):.2f}) from {a.init_from}")
+        if a.init_max_loss and vl0 > a.init_max_loss:
+            raise SystemExit(f"initial valid loss {vl0:.4f} > {a.init_max_loss}: the init weights are not right")
 
     t_loop = time.time()
     stop_at = min(t_loop + a.minutes * 60, deadline - a.reserve)
@@ -337,7 +361,8 @@ def main():
 
     # Keep the best weights seen by the periodic validation check.
     final_vl, _ = starter_eval.window_loss(raw, valid, quick_valid, a.seq, device)
-    if best_state is not None and st["best_loss"] < final_vl - 0.01:
+    log(f"final quick valid loss {final_vl:.4f}")
+    if best_state is not None and st["best_loss"] < final_vl - 0.01 and not a.keep_final:
         log(f"restoring best weights from step {st['best_step']} ({st['best_loss']:.4f} < {final_vl:.4f})")
         raw.load_state_dict(best_state)
     del opt, best_state

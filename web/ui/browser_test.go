@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -45,11 +46,18 @@ func browserNeeds(t *testing.T) string {
 	return chromium
 }
 
-// hearthServer is a running `hearth serve`.
+// hearthServer is a running `hearth serve`, which a test may stop and
+// start again on the same port.
 type hearthServer struct {
-	url    *url.URL
 	models []string
 	logs   *syncBuffer
+	bin    string
+	args   []string // without --port
+	env    []string // set before a (re)start
+
+	mu   sync.Mutex
+	url  *url.URL
+	halt func() // stops the running process and waits for it; nil when none runs
 }
 
 type syncBuffer struct {
@@ -108,62 +116,61 @@ func hubCopy(t *testing.T, src, repo string) string {
 	return hub
 }
 
-// startHearth builds the hearth binary from this tree and serves chat-tiny
-// on a random loopback port, with a second copy of it in a private
-// Hugging Face cache. It stops the server when t ends.
-func startHearth(t *testing.T) *hearthServer {
+// hearthBin is the hearth binary built from this tree, once for all the
+// package's tests (TestMain removes it).
+var hearthBin struct {
+	once      sync.Once
+	dir, path string
+	err       error
+}
+
+func hearthBinary(t *testing.T) string {
 	t.Helper()
-	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "hearth")
-	build := exec.Command(goTool(), "build", "-o", bin, "hearth/app")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build hearth/app: %v\n%s", err, out)
-	}
-	model := filepath.Join(testmodels.Root(), "chat-tiny")
-	hub := hubCopy(t, model, "hearth-test/chat-tiny-copy")
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "serve", "--host", "127.0.0.1", "--port", "0", "--model", model)
-	cmd.Env = []string{"HOME=" + tmp, "HF_HOME=" + filepath.Join(tmp, "hf"), "HF_HUB_CACHE=" + hub, "PATH=" + os.Getenv("PATH")}
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	cmd.WaitDelay = 10 * time.Second
-	logs := &syncBuffer{}
-	cmd.Stderr = logs
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start hearth serve: %v", err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("hearth serve log:\n%s", logs.String())
+	hearthBin.once.Do(func() {
+		dir, err := os.MkdirTemp("", "hearth-ui-test-")
+		if err != nil {
+			hearthBin.err = err
+			return
+		}
+		hearthBin.dir, hearthBin.path = dir, filepath.Join(dir, "hearth")
+		if out, err := exec.Command(goTool(), "build", "-o", hearthBin.path, "hearth/app").CombinedOutput(); err != nil {
+			hearthBin.err = fmt.Errorf("go build hearth/app: %v\n%s", err, out)
 		}
 	})
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		re := regexp.MustCompile(`listening on (http://\S+)`)
-		for sc.Scan() {
-			logs.Write(append(sc.Bytes(), '\n'))
-			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				found <- m[1]
-			}
-		}
-	}()
-	var base string
-	select {
-	case base = <-found:
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("hearth serve did not start listening in 2 minutes; log:\n%s", logs.String())
+	if hearthBin.err != nil {
+		t.Fatal(hearthBin.err)
 	}
-	u, err := url.Parse(base)
-	if err != nil {
+	return hearthBin.path
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if hearthBin.dir != "" {
+		os.RemoveAll(hearthBin.dir)
+	}
+	os.Exit(code)
+}
+
+// startHearth serves chat-tiny with the hearth binary built from this tree,
+// on a random loopback port, with hub as its Hugging Face cache and env
+// added to its environment. It stops the server when t ends.
+func startHearth(t *testing.T, hub string, env ...string) *hearthServer {
+	t.Helper()
+	tmp := t.TempDir()
+	model := filepath.Join(testmodels.Root(), "chat-tiny")
+	s := &hearthServer{bin: hearthBinary(t), logs: &syncBuffer{},
+		args: []string{"serve", "--host", "127.0.0.1", "--model", model},
+		env:  append([]string{"HOME=" + tmp, "HF_HOME=" + filepath.Join(tmp, "hf"), "HF_HUB_CACHE=" + hub, "PATH=" + os.Getenv("PATH")}, env...)}
+	if err := s.launch("0"); err != nil {
 		t.Fatal(err)
 	}
-	s := &hearthServer{url: u, logs: logs}
+	t.Cleanup(func() {
+		s.stop()
+		if t.Failed() {
+			t.Logf("hearth serve log:\n%s", s.logs.String())
+		}
+	})
+	base := s.base()
 	page, err := http.Get(base + "/")
 	if err != nil {
 		t.Fatalf("GET /: %v", err)
@@ -192,10 +199,123 @@ func startHearth(t *testing.T) *hearthServer {
 	return s
 }
 
+// base is the server's URL, without a final slash.
+func (s *hearthServer) base() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.url.String()
+}
+
+// launch starts the server on port ("0" for any) and waits until it
+// listens.
+func (s *hearthServer) launch(port string) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, s.bin, append(slices.Clone(s.args), "--port", port)...)
+	cmd.Env = s.env
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 10 * time.Second
+	cmd.Stderr = s.logs
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		cancel()
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		cancel()
+		return fmt.Errorf("start hearth serve: %w", err)
+	}
+	found := make(chan string, 1)
+	scanned := make(chan struct{})
+	go func() {
+		defer close(scanned)
+		sc := bufio.NewScanner(stdout)
+		re := regexp.MustCompile(`listening on (http://\S+)`)
+		for sc.Scan() {
+			s.logs.Write(append(sc.Bytes(), '\n'))
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case found <- m[1]:
+				default:
+				}
+			}
+		}
+	}()
+	halt := func() {
+		cancel()
+		<-scanned // Wait closes stdout: read it all first
+		cmd.Wait()
+	}
+	var base string
+	select {
+	case base = <-found:
+	case <-scanned:
+		halt()
+		return fmt.Errorf("hearth serve --port %s exited before it listened; log:\n%s", port, s.logs.String())
+	case <-time.After(2 * time.Minute):
+		halt()
+		return fmt.Errorf("hearth serve did not start listening in 2 minutes; log:\n%s", s.logs.String())
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		halt()
+		return err
+	}
+	s.mu.Lock()
+	s.url, s.halt = u, halt
+	s.mu.Unlock()
+	return nil
+}
+
+// stop stops the server (as Ctrl-C would) and waits for it to exit.
+func (s *hearthServer) stop() {
+	s.mu.Lock()
+	halt := s.halt
+	s.halt = nil
+	s.mu.Unlock()
+	if halt != nil {
+		halt()
+	}
+}
+
+// port is the port the server listens (or last listened) on.
+func (s *hearthServer) port() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.url.Port()
+}
+
+// restart stops the server and starts it again on the same port.
+func (s *hearthServer) restart() error {
+	port := s.port()
+	s.stop()
+	return s.launch(port)
+}
+
+// control serves a scenario's requests to change the world mid-scenario:
+// POST /NAME runs actions[NAME] and answers 200, or 500 with its error.
+// The driver finds it in the CONTROL variable.
+func control(t *testing.T, actions map[string]func() error) string {
+	mux := http.NewServeMux()
+	for name, act := range actions {
+		mux.HandleFunc("POST /"+name, func(w http.ResponseWriter, r *http.Request) {
+			if err := act(); err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			fmt.Fprintln(w, "ok")
+		})
+	}
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
 // driverEnv is what a scenario gets besides the server's URL.
 type driverEnv struct {
 	out, image, audio, shot string
 	models                  []string
+	control                 string            // see control
+	vars                    map[string]string // the scenario's own inputs (VARS, as JSON)
 }
 
 // runDriver runs one e2e/driver.js scenario against base and returns its
@@ -205,10 +325,11 @@ func runDriver(t *testing.T, scenario, base string, env driverEnv) map[string]an
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	models, _ := json.Marshal(env.models)
+	vars, _ := json.Marshal(env.vars)
 	cmd := exec.CommandContext(ctx, "node", "driver.js", scenario)
 	cmd.Dir = "e2e"
 	cmd.Env = append(os.Environ(), "HEARTH_URL="+base, "OUT_DIR="+env.out, "MODELS="+string(models),
-		"IMAGE="+env.image, "AUDIO="+env.audio, "SHOT="+env.shot)
+		"IMAGE="+env.image, "AUDIO="+env.audio, "SHOT="+env.shot, "CONTROL="+env.control, "VARS="+string(vars))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		keepShots(t, env.out)
@@ -248,11 +369,16 @@ func TestBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping the browser tests in -short mode")
 	}
-	srv := startHearth(t)
+	model := filepath.Join(testmodels.Root(), "chat-tiny")
+	srv := startHearth(t, hubCopy(t, model, "hearth-test/chat-tiny-copy"))
 	if len(srv.models) < 2 {
 		t.Fatalf("the server lists %v; want chat-tiny and its copy", srv.models)
 	}
-	rc := newRecorder(srv.url)
+	target, err := url.Parse(srv.base())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := newRecorder(target)
 	front := httptest.NewServer(rc)
 	defer front.Close()
 	fixtures := t.TempDir()
@@ -302,6 +428,28 @@ func TestBrowser(t *testing.T) {
 			}
 			if chats[0].Status != 400 || res["serverMessage"] == "" || res["serverMessage"] == nil {
 				t.Errorf("server status %d, message shown %v; want the 400's message", chats[0].Status, res["serverMessage"])
+			}
+		}},
+		// After "Send anyway" with an image, the refused message is marked
+		// and left out: the later text turns reach the server without it.
+		{"poisoned", 0, func(t *testing.T, res map[string]any, chats []chatRecord) {
+			wantChats(t, chats, 3)
+			if chats[0].Status != 400 || !strings.Contains(string(chats[0].Body), `"type":"image_url"`) {
+				t.Errorf("the first request: status %d; want the image refused with 400", chats[0].Status)
+			}
+			for i, c := range chats[1:] {
+				if c.Status != 200 || strings.Contains(string(c.Body), "image_url") {
+					t.Errorf("turn %d after the refused image: status %d, image in the request %v; want 200 without it", i+2, c.Status, strings.Contains(string(c.Body), "image_url"))
+				}
+			}
+		}},
+		// A conversation saved before the fix, with the image in it: the
+		// next turn is refused once for it, then sent without it.
+		{"legacy", 0, func(t *testing.T, res map[string]any, chats []chatRecord) {
+			wantChats(t, chats, 2)
+			if chats[0].Status != 400 || chats[1].Status != 200 || strings.Contains(string(chats[1].Body), "image_url") {
+				t.Errorf("statuses %d, %d (image in the second %v); want 400 for the old image, then 200 without it",
+					chats[0].Status, chats[1].Status, strings.Contains(string(chats[1].Body), "image_url"))
 			}
 		}},
 		{"persist", 0, func(t *testing.T, res map[string]any, chats []chatRecord) { wantChats(t, chats, 2) }},

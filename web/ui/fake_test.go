@@ -10,7 +10,7 @@ import (
 )
 
 // fakeAPI is a stand-in for the Hearth server that speaks just enough of
-// the OpenAI contract for the page: /v1/models and streaming
+// the OpenAI contract for the page: /v1/models, /health and streaming
 // /v1/chat/completions with a scripted reply. It serves the chat page
 // itself through Handler. It exists for the documentation screenshot,
 // whose model must claim vision (no committed test model has a vision
@@ -34,6 +34,9 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/api/ps":
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprint(w, `{"models":[]}`)
+	case "/health":
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"status":"ok"}`)
 	case "/v1/chat/completions":
 		f.chat(w, r)
 	default:

@@ -23,6 +23,8 @@ var (
 	benchFills  = flag.Int("gpubench.prefills", 3, "prefills timed per prefill benchmark, whatever b.N is (a prefill of the 8B shape takes about a second)")
 	benchArgmax = flag.String("gpubench.argmax", "device", "where decode picks each token: device (the Argmax op; 4 bytes read back, as the engine does for plain greedy requests) or host (the logits read back and argmax'ed on the host)")
 	benchBW     = flag.Float64("gpubench.bw", 4.3e12, "memory bandwidth in bytes/s that decode is compared with (H200: 4.3e12 measured copy, 4.8e12 datasheet)")
+	benchGemm   = flag.String("gpubench.gemm", "", "extra gemm shapes for the prefill benchmark, e.g. simple,64x64x8x8p (gpu.ParseGemmShape)")
+	benchPProf  = flag.Bool("gpubench.prefillprofile", false, "log a per-kernel profile of one prefill per prefill benchmark")
 	benchDir    string // synthetic checkpoints, removed by TestMain
 )
 
@@ -112,6 +114,11 @@ func prompt(n, vocab int) []int32 {
 // way engine.Sequence runs them (chunks of 512; each decode step's token
 // picked by the Argmax op on the device and read back alone, or with
 // -gpubench.argmax=host the logits read back and argmax'ed on the host).
+// Prefill reports tok/s, TFLOP/s (llamaShape.prefillFLOPs) and that as a
+// percentage of the device's float32 FMA rate (Backend.FMARate, measured
+// once per backend); -gpubench.gemm adds prefills with other GemmShapes
+// (simple: the kernel before the tiled one), and -gpubench.prefillprofile
+// prints a per-kernel profile of one prefill with the gemm kernels' rate.
 // Decode reports tok/s; per token the host time spent recording the graph,
 // in Run (plan lookup, input and parameter upload, encoding, submit),
 // waiting in Read and picking the token (the host argmax, or reading the
@@ -130,6 +137,22 @@ func BenchmarkLlama(b *testing.B) {
 		}
 		b.Run(s.Name, func(b *testing.B) {
 			b.Run("prefill512", func(b *testing.B) { benchPrefill(b, loadBench(b, s), 512) })
+			if *benchGemm != "" {
+				for _, f := range strings.Split(*benchGemm, ",") {
+					sh, err := gpu.ParseGemmShape(f)
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.Run("prefill512-"+f, func(b *testing.B) {
+						bn := loadBench(b, s)
+						if err := bn.b.SetGemm(sh); err != nil {
+							b.Fatal(err)
+						}
+						defer bn.b.SetGemm(gpu.GemmShape{})
+						benchPrefill(b, bn, 512)
+					})
+				}
+			}
 			shapes, labels := []gpu.MatVecShape{{}}, []string{"decode"}
 			if *benchShapes != "" {
 				for _, f := range strings.Split(*benchShapes, ",") {
@@ -199,6 +222,77 @@ func benchPrefill(b *testing.B, bn *bench, n int) {
 	}
 	b.ReportMetric(float64(elapsed.Nanoseconds())/float64(iters), "ns/op")
 	b.ReportMetric(float64(n*iters)/elapsed.Seconds(), "tok/s")
+	flops := bn.shape.prefillFLOPs(n)
+	rate := flops * float64(iters) / elapsed.Seconds()
+	b.ReportMetric(rate/1e12, "TFLOP/s")
+	peak := fmaRate(b, bn.b)
+	if peak > 0 {
+		b.ReportMetric(100*rate/peak, "%fma")
+	}
+	if !*benchPProf || bn.b.SetProfile(true) != nil {
+		return
+	}
+	defer bn.b.SetProfile(false)
+	s, err := bn.m.newSeq(n+8, 512)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.close()
+	if _, err := s.forward(ctx, toks); err != nil {
+		b.Fatal(err)
+	}
+	prof, err := bn.b.LastProfile()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total, mm time.Duration
+	var sb strings.Builder
+	for _, k := range prof {
+		total += k.Time
+		if strings.HasPrefix(k.Label, "gemm ") {
+			mm += k.Time
+		}
+	}
+	// the layers' matrix products (the LM head, one row, is a matvec)
+	mmFlops := bn.shape.layerMatMulFLOPs(n)
+	fmt.Fprintf(&sb, "%s prefill %d profile (each kernel in its own pass): %v device time, %.3g TFLOP/s; gemm kernels %v, %.3g TFLOP/s",
+		bn.shape.Name, n, total, flops/total.Seconds()/1e12, mm, mmFlops/mm.Seconds()/1e12)
+	if peak > 0 {
+		fmt.Fprintf(&sb, " = %.1f%% of the f32 FMA rate (%.3g TFLOP/s)", 100*mmFlops/mm.Seconds()/peak, peak/1e12)
+	}
+	sb.WriteString("\n")
+	for _, k := range prof {
+		fmt.Fprintf(&sb, "  %-44s %4d× %9v %5.1f%%\n", k.Label, k.Count, k.Time, 100*float64(k.Time)/float64(total))
+	}
+	fmt.Print(sb.String()) // b.Log keeps 10 lines of a benchmark's output
+}
+
+// fmaRates caches each backend's measured float32 FMA rate.
+var fmaRates = map[*gpu.Backend]float64{}
+
+// fmaRate is the device's float32 fused multiply-add rate in FLOP/s (the
+// best of 5 passes of 1e11 FLOP; 1e8 on an emulated adapter), measured
+// once per backend and logged; 0 when it cannot be measured.
+func fmaRate(b *testing.B, g *gpu.Backend) float64 {
+	if r, ok := fmaRates[g]; ok {
+		return r
+	}
+	flops := 1e11
+	if g.Adapter().Emulated {
+		flops = 1e8
+	}
+	rates, err := g.FMARate(flops, 5)
+	best := 0.0
+	for _, r := range rates {
+		best = max(best, r)
+	}
+	if err != nil {
+		b.Logf("f32 FMA rate: %v", err)
+	} else {
+		b.Logf("f32 FMA rate on %s: %.2f TFLOP/s (best of %d passes: %.2f)", g.Adapter().Name, best/1e12, len(rates), rates)
+	}
+	fmaRates[g] = best
+	return best
 }
 
 func benchDecode(b *testing.B, bn *bench, ctxTokens int) {

@@ -40,6 +40,9 @@ type Options struct {
 	MatVec MatVecShape
 	// Attn overrides the attention kernel's load grouping. For tuning.
 	Attn AttnShape
+	// Gemm overrides the kernel of many-row MatMuls (prefill); zero
+	// fields pick the defaults. For tuning and comparison.
+	Gemm GemmShape
 }
 
 // AttnShape groups the attention kernel's loads; zero fields pick the
@@ -128,6 +131,7 @@ type Backend struct {
 	mv       MatVecShape
 	mvAuto   bool // mv is the default: fitted to each matrix (perMatrix)
 	attn     AttnShape
+	gemm     GemmShape
 
 	bufs    []*buffer // by tensor.BufferT index; nil when free
 	serial  uint64    // counts Upload/Alloc calls; a buffer's identity in plan keys
@@ -260,6 +264,10 @@ func New(opt Options) (*Backend, error) {
 	if err := b.attn.check(); err != nil {
 		b.Close()
 		return nil, err
+	}
+	if b.gemm = opt.Gemm.withDefaults(); b.gemm.check() != nil {
+		b.Close()
+		return nil, b.gemm.check()
 	}
 	b.timestamps = len(features) > 0
 	return b, nil

@@ -122,40 +122,6 @@ func (c *compiler) embed(i int) error {
 	return nil
 }
 
-// gemm runs MatMul nodes the matrix-vector kernel does not take: many
-// rows, widths that are not a multiple of 32, split weights, node weights.
-func (c *compiler) gemm(i int) error {
-	g := c.g
-	nd := &g.Nodes[i]
-	ws := g.Shape(nd.In[1])
-	n, k := ws[0], ws[1]
-	m := tensor.Elements(nd.Shape) / n
-	x, err := c.f32(nd.In[0])
-	if err != nil {
-		return err
-	}
-	blocks := []block{{rows: n}}
-	if w := c.bufOf(nd.In[1]); w != nil && !w.alloc {
-		blocks = w.blocks
-	}
-	out, off := c.out(i)
-	for bi, bl := range blocks {
-		a, wo, err := c.weight(nd.In[1], bi, "w", 3, k, false)
-		if err != nil {
-			return err
-		}
-		row0, rows := bl.row0, bl.rows
-		c.add(kspec{label: "gemm " + a.Kind.String(), src: source("gemm", map[string]any{"Acc": a.String()}),
-			ops: append([]operand{x, out}, wo...),
-			params: func(g *tensor.Graph, p *[16]uint32) {
-				p[0], p[1], p[2], p[3], p[4], p[5] = uint32(m), uint32(rows), uint32(k), off(g), uint32(n), uint32(row0)
-			},
-			grid: [3]uint32{uint32((rows + 63) / 64), uint32((m + 63) / 64), 1},
-		})
-	}
-	return nil
-}
-
 func (c *compiler) binary(i int) error {
 	g := c.g
 	nd := &g.Nodes[i]

@@ -28,6 +28,22 @@ var (
 	llamaTiny = llamaShape{"tiny", 256, 512, 2, 4, 2, 64, 1024, false}
 )
 
+// layerMatMulFLOPs is the arithmetic (2 FLOP a multiply-add) of the
+// layers' matrix products for n tokens.
+func (s llamaShape) layerMatMulFLOPs(n int) float64 {
+	h, q, kv := s.Hidden, s.Heads*s.HeadDim, s.KVHeads*s.HeadDim
+	return 2 * float64(n) * float64(s.Layers) * float64(h*(q+2*kv)+q*h+3*h*s.Inter)
+}
+
+// prefillFLOPs is the arithmetic of a prefill of n tokens into an empty
+// sequence: the layers' matrix products, causal attention (scores and
+// values over keys 0..p for the token at p) and the LM head of the last
+// token.
+func (s llamaShape) prefillFLOPs(n int) float64 {
+	attn := 4 * float64(s.Heads*s.HeadDim) * float64(n) * float64(n+1) / 2
+	return s.layerMatMulFLOPs(n) + float64(s.Layers)*attn + 2*float64(s.Vocab*s.Hidden)
+}
+
 // writeSynth writes a random MLX-quantized (bits, group 64, BF16 scales)
 // Llama checkpoint of shape s into dir: config.json and model.safetensors
 // with the Hugging Face tensor names, so families.Resolve and the universal

@@ -36,10 +36,17 @@ export function watch(page, base) {
     if (r.url().endsWith('/v1/chat/completions') && r.method() === 'POST') w.chats.push({ request: r, body: r.postDataJSON() });
   });
   page.on('requestfailed', (r) => w.failed.push({ url: r.url(), error: r.failure() && r.failure().errorText }));
+  // allowed are console errors a scenario expects (a refused request, a
+  // server it stopped): patterns matched against "text url".
+  // A 400 is a refusal the page shows; a 404 from /api/catalog, a server
+  // without a catalog.
+  w.allowed = [/Failed to load resource: the server responded with a status of 400/, /status of 404 .*\/api\/catalog$/];
+  w.allow = (re) => w.allowed.push(re);
   page.on('console', (m) => {
     const t = m.text();
+    const at = `${t} ${(m.location() && m.location().url) || ''}`;
     if (/Content Security Policy|Refused to/i.test(t)) w.violations.push(t);
-    else if (m.type() === 'error' && !/Failed to load resource: the server responded with a status of 400/.test(t)) w.errors.push(t);
+    else if (m.type() === 'error' && !w.allowed.some((re) => re.test(at))) w.errors.push(at);
   });
   page.on('pageerror', (e) => w.errors.push(String(e)));
   w.check = () => {
@@ -49,6 +56,16 @@ export function watch(page, base) {
     assert.deepEqual(w.errors, [], 'errors on the page');
   };
   return w;
+}
+
+/**
+ * control asks the test (browser_test.go's control) to change the world:
+ * stop or start the server, clear the hub's faults.
+ */
+export async function control(env, action) {
+  assert.ok(env.control, 'this scenario needs CONTROL');
+  const res = await fetch(`${env.control}/${action}`, { method: 'POST' });
+  assert.equal(res.status, 200, `control ${action}: ${await res.text()}`);
 }
 
 /** ready loads the chat and waits for the model list. */
@@ -62,6 +79,22 @@ export async function ready(page, base) {
 export async function send(page, text) {
   await page.fill('#composer-input', text);
   await page.press('#composer-input', 'Enter');
+}
+
+/**
+ * ask sends text and waits until the reply it asked for has ended (settled
+ * alone may look before the page has started the request).
+ */
+export async function ask(page, text) {
+  await answered(page, () => send(page, text));
+}
+
+/** answered runs act, which starts a chat request, and waits until its reply has ended. */
+export async function answered(page, act) {
+  const res = page.waitForResponse((r) => r.url().endsWith('/v1/chat/completions') && r.request().method() === 'POST');
+  await act();
+  await res;
+  await settled(page);
 }
 
 /** lastReply is the last assistant article. */

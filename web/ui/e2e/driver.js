@@ -4,16 +4,21 @@
 // OUT_DIR and exits 1.
 //
 //   HEARTH_URL=http://127.0.0.1:PORT/ OUT_DIR=dir MODELS='["a","b"]' \
-//   IMAGE=x.png AUDIO=y.wav node driver.js <scenario>
+//   IMAGE=x.png AUDIO=y.wav [CONTROL=url VARS='{...}'] node driver.js <scenario>
+//
+// CONTROL is the test's control server (browser.js control); VARS holds a
+// scenario's own inputs.
 
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { launch, watch } from './browser.js';
+import { panelScenarios } from './panel_scenarios.js';
+import { recoveryScenarios } from './recovery_scenarios.js';
 import { scenarios } from './scenarios.js';
 import { uiScenarios } from './ui_scenarios.js';
 
-const all = { ...scenarios, ...uiScenarios };
+const all = { ...scenarios, ...uiScenarios, ...recoveryScenarios, ...panelScenarios };
 const name = process.argv[2];
 const base = process.env.HEARTH_URL;
 const out = process.env.OUT_DIR || '.';
@@ -27,6 +32,8 @@ const env = {
   models: JSON.parse(process.env.MODELS || '[]'),
   image: process.env.IMAGE,
   audio: process.env.AUDIO,
+  control: process.env.CONTROL || '',
+  vars: JSON.parse(process.env.VARS || '{}') || {},
 };
 
 const browser = await launch();

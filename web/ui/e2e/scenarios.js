@@ -150,11 +150,11 @@ async function media({ page, w, env }) {
   assert.equal(await user.locator('audio').count(), 1);
   out.status = resp.status();
   if (resp.status() >= 400) {
-    // The server's message, verbatim.
+    // The server's message, verbatim, on the message it refused.
     const body = await resp.json();
-    const shown = await lastReply(page).locator('.msg-error').innerText();
-    assert.equal(shown, body.error.message);
-    out.serverMessage = shown;
+    const shown = await user.locator('.msg-rejected').innerText();
+    assert.equal(shown, `Not sent to the model: ${body.error.message}`);
+    out.serverMessage = body.error.message;
   }
   return out;
 }

@@ -3,10 +3,13 @@
 //
 //   {id, title, created, updated, model, system, params, messages: [
 //     {id, role: 'user'|'assistant', text, attachments?, reasoning?, model?,
-//      stats?, error?, stopped?}]}
+//      stats?, error?, stopped?, rejected?}]}
 //
 // params holds the sampling settings the user set; empty ones are left to
-// the server's defaults.
+// the server's defaults. rejected is why the server refused a message (the
+// model could not take it): such a message stays in the conversation,
+// marked, but is never sent again, so one refused image does not make
+// every later turn fail.
 
 import { contentParts } from './attach.js';
 import { strip, split } from './think.js';
@@ -49,19 +52,60 @@ export function cleanParams(params = {}) {
 /**
  * request returns the chat completion body for conv's messages, up to and
  * including upTo (an index; all when omitted). Replies go back without
- * their reasoning, and failed or empty turns are left out.
+ * their reasoning, and failed or empty turns and rejected messages are
+ * left out.
  */
 export function request(conv, upTo = conv.messages.length - 1) {
+  return { model: conv.model, messages: build(conv, upTo).messages, ...cleanParams(conv.params) };
+}
+
+/**
+ * sources returns, for each message of request(conv, upTo), the id of the
+ * conversation message it came from ('' for the system prompt), so that an
+ * error naming messages[i] can be traced back.
+ */
+export function sources(conv, upTo = conv.messages.length - 1) {
+  return build(conv, upTo).ids;
+}
+
+function build(conv, upTo) {
   const messages = [];
-  if (conv.system && conv.system.trim()) messages.push({ role: 'system', content: conv.system });
+  const ids = [];
+  if (conv.system && conv.system.trim()) {
+    messages.push({ role: 'system', content: conv.system });
+    ids.push('');
+  }
   for (const m of conv.messages.slice(0, upTo + 1)) {
-    if (m.role === 'user') messages.push({ role: 'user', content: contentParts(m.text, m.attachments || []) });
-    else if (m.role === 'assistant' && !m.error) {
+    if (m.rejected) continue;
+    if (m.role === 'user') {
+      messages.push({ role: 'user', content: contentParts(m.text, m.attachments || []) });
+      ids.push(m.id);
+    } else if (m.role === 'assistant' && !m.error) {
       const text = strip(m.text);
-      if (text) messages.push({ role: 'assistant', content: text });
+      if (text) {
+        messages.push({ role: 'assistant', content: text });
+        ids.push(m.id);
+      }
     }
   }
-  return { model: conv.model, messages, ...cleanParams(conv.params) };
+  return { messages, ids };
+}
+
+/**
+ * blame returns the id of the message a failed chat request's error puts
+ * at fault: the one its param names ("messages[2].content[0]"), else the
+ * message just sent (lastID) for a refusal of the conversation itself
+ * (no param, "messages", or a body too large). It returns '' when the
+ * failure is not a message's: the server or the connection failed, the
+ * model is at fault, a setting, or the system prompt.
+ */
+export function blame(err, ids, lastID) {
+  if (!err || ![400, 413, 422].includes(err.status)) return '';
+  const param = String(err.param || '');
+  const m = /^messages\[(\d+)\]/.exec(param);
+  if (m) return ids[Number(m[1])] || '';
+  if (err.status === 413 || param === '' || param === 'messages') return lastID || '';
+  return '';
 }
 
 /** toMarkdown renders conv as a Markdown document. */
@@ -76,6 +120,7 @@ export function toMarkdown(conv) {
   for (const m of conv.messages) {
     lines.push(m.role === 'user' ? '## User' : `## Assistant${m.model ? ` (${m.model})` : ''}`, '');
     for (const a of m.attachments || []) lines.push(`*[${a.kind}: ${a.name}]*`, '');
+    if (m.rejected) lines.push(`*(not sent to the model: ${m.rejected})*`, '');
     if (m.role === 'assistant') {
       const { thinking, answer } = split(m.text, m.reasoning);
       if (thinking) lines.push('<details><summary>Thinking</summary>', '', thinking, '', '</details>', '');

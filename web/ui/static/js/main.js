@@ -1,12 +1,15 @@
 // Main wires the chat page together: conversations (stored in the
-// browser), the model picker, the composer, streaming replies with stop,
-// regenerate and edit-and-resend, live stats and the keyboard.
+// browser), the model picker and the model panel, the composer, streaming
+// replies with stop, regenerate and edit-and-resend, live stats, the
+// keyboard, and what the page does while the server does not answer.
 
 import * as api from './api.js';
 import { missing, missingMessage } from './attach.js';
 import * as conv from './conv.js';
 import { Composer } from './composer.js';
+import { Health } from './health.js';
 import { Picker, fitText } from './models.js';
+import { Panel, firstRun } from './panel.js';
 import { h } from './render.js';
 import { Settings } from './settings.js';
 import { Sidebar } from './sidebar.js';
@@ -28,6 +31,8 @@ const picker = new Picker($('model-button'), $('model-list'), selectModel);
 const view = new View($('messages'), {
   onEdit: editAndResend,
   onRegenerate: regenerate,
+  onRemove: removeMessage,
+  welcome: () => (picker.state === 'ready' ? panel.welcome() : null),
   contextLength: (id) => {
     const m = picker.models.find((x) => x.id === id);
     return m && m.context_length;
@@ -37,6 +42,26 @@ const composer = new Composer(
   { form: $('composer'), input: $('composer-input'), fileInput: $('file-input'), attachButton: $('attach-button'), tray: $('attachments'), overlay: $('drop-overlay') },
   { onSubmit: () => send(false), onError: (msg) => notice(msg, 'error'), onChange: () => {} },
 );
+const panel = new Panel($('models-panel'), $('models-button'), {
+  models: () => (picker.state === 'ready' || picker.state === 'offline' ? picker.models : []),
+  onUse: (id) => {
+    picker.select(id);
+    selectModel(id);
+    composer.focus();
+  },
+  onChanged: async () => {
+    await loadModels();
+    renderAll();
+  },
+  onUnreachable: () => health.lost(),
+  announce,
+});
+const health = new Health({
+  check: () => api.health(AbortSignal.timeout(5000)),
+  onDown: serverDown,
+  onUp: serverUp,
+  visible: () => document.visibilityState === 'visible',
+});
 const sidebar = new Sidebar($('conv-list'), { onOpen: openConv, onRename: renameConv, onDelete: deleteConv });
 const settings = new Settings($('settings'), (change) => {
   Object.assign(app.current, change);
@@ -56,6 +81,7 @@ function announce(text) {
 function notice(text, kind = 'info', actions = []) {
   const n = $('notice');
   n.className = `notice notice-${kind}`;
+  delete n.dataset.offline;
   const buttons = actions.map((a) => h('button', { type: 'button', class: a.primary ? 'primary' : '', onclick: a.run }, a.label));
   const close = h('button', { type: 'button', class: 'icon', 'aria-label': 'Dismiss', onclick: clearNotice }, '×');
   n.replaceChildren(h('span', { class: 'notice-text' }, text), ...buttons, close);
@@ -146,9 +172,15 @@ async function loadModels() {
     const id = app.current.model && app.current.messages.length ? app.current.model : want || (models[0] && models[0].id) || '';
     picker.setModels(models, id);
     if (!app.current.model) app.current.model = id;
+    health.ok();
     modelStatus();
     statsBar();
+    panel.paint();
   } catch (e) {
+    if (e.unreachable) {
+      health.lost();
+      return;
+    }
     picker.setState('error');
     notice(`Could not list models: ${e.message}`, 'error', [{ label: 'Retry', run: () => (clearNotice(), loadModels()) }]);
   }
@@ -161,9 +193,38 @@ async function refreshModels() {
   try {
     picker.setModels(await api.listModels(), picker.selected);
     modelStatus();
-  } catch {
+    panel.paint();
+  } catch (e) {
     // The next full load will say what is wrong.
+    if (e.unreachable) health.lost();
   }
+}
+
+// serverDown shows that the server does not answer: a banner that says so
+// (the page keeps asking, with backoff), and no model shown as loaded.
+function serverDown() {
+  const try_ = h('button', { type: 'button', onclick: () => health.retry() }, 'Try now');
+  $('offline').replaceChildren(
+    h('span', { class: 'offline-text' }, h('strong', null, 'Hearth is not running'), `, or this page cannot reach it at ${location.origin}. Start Hearth again (hearth serve, or the menu-bar app): this page reconnects by itself, and your conversations are kept.`),
+    try_,
+  );
+  $('offline').hidden = false;
+  picker.setState('offline');
+  modelStatus();
+  panel.paint();
+  announce('Lost the connection to Hearth');
+}
+
+// serverUp is the server answering again: the banner goes, and the model
+// list (what is loaded, too) is asked afresh.
+async function serverUp() {
+  $('offline').hidden = true;
+  $('offline').replaceChildren();
+  if ($('notice').dataset.offline) clearNotice();
+  announce('Reconnected to Hearth');
+  await loadModels();
+  if (panel.isOpen()) panel.loadCatalog();
+  renderAll();
 }
 
 function modelStatus() {
@@ -191,6 +252,11 @@ function send(force) {
     return;
   }
   const c = app.current;
+  if (health.down) {
+    notice('Hearth is not answering, so nothing was sent; your message stays in the box until it is back.', 'error', [{ label: 'Try now', run: () => health.retry() }]);
+    $('notice').dataset.offline = 'true';
+    return;
+  }
   if (!c.model) {
     notice('Choose a model first.', 'error');
     return;
@@ -208,6 +274,9 @@ function send(force) {
 }
 
 async function generate(c) {
+  // The message answered is sent now, even if it was refused before.
+  const asked = c.messages[c.messages.length - 1];
+  if (asked) delete asked.rejected;
   const msg = { id: store.newID(), role: 'assistant', text: '', reasoning: '', model: c.model };
   c.messages.push(msg);
   c.updated = Date.now();
@@ -216,11 +285,17 @@ async function generate(c) {
   await persist(c);
   renderAll();
   watchLoading(s);
+  const ids = conv.sources(c, c.messages.length - 2);
+  let again = false;
   try {
     await api.chat(conv.request(c, c.messages.length - 2), { signal: s.ctrl.signal, onChunk: (ch) => onChunk(s, ch) });
+    health.ok();
   } catch (e) {
     if (e.name === 'AbortError') msg.stopped = true;
-    else msg.error = e.message || String(e);
+    else if (e.unreachable) {
+      msg.error = e.message;
+      health.lost();
+    } else again = refused(c, msg, e, ids, asked && asked.id);
   } finally {
     if (s.frame) cancelAnimationFrame(s.frame);
     const snap = s.meter.snapshot();
@@ -230,10 +305,33 @@ async function generate(c) {
     c.updated = Date.now();
     await persist(c);
     if (app.convs.includes(c) || c === app.current) renderAll();
-    announce(msg.error ? `Error: ${msg.error}` : msg.stopped ? 'Reply stopped' : 'Reply complete');
-    refreshModels();
-    if (c === app.current && !document.querySelector('.edit-box')) composer.focus();
+    const rejected = asked && asked.rejected;
+    if (!again) {
+      announce(rejected ? `Not sent to the model: ${rejected}` : msg.error ? `Error: ${msg.error}` : msg.stopped ? 'Reply stopped' : 'Reply complete');
+      refreshModels();
+      if (c === app.current && !document.querySelector('.edit-box')) composer.focus();
+    }
   }
+  // An earlier message was refused: it is left out now, so ask again.
+  if (again && !c.deleted) await generate(c);
+}
+
+// refused records a failed request. When the server refused a message
+// (the model cannot take it), that message is marked and kept out of every
+// later request, and the empty reply goes: the mark says why. It returns
+// true when the refused message is an earlier one (say, an image sent
+// before the conversation moved to a text-only model, or by a page without
+// this fix), so the message just sent can go again without it.
+function refused(c, msg, e, ids, askedID) {
+  const id = conv.blame(e, ids, askedID);
+  const m = id && c.messages.find((x) => x.id === id);
+  if (!m || msg.text || msg.reasoning) {
+    msg.error = e.message || String(e);
+    return false;
+  }
+  m.rejected = e.message || String(e);
+  c.messages = c.messages.filter((x) => x !== msg);
+  return m.id !== askedID;
 }
 
 function onChunk(s, chunk) {
@@ -295,8 +393,31 @@ function editAndResend(i, text) {
   if (!m || (!text.trim() && !(m.attachments || []).length)) return;
   c.messages = c.messages.slice(0, i + 1);
   c.messages[i] = { ...m, text: text.trim() };
+  delete c.messages[i].rejected;
   if (i === 0) c.title = conv.titleFrom(text);
   generate(c);
+}
+
+// removeMessage deletes message i of the open conversation, with the failed
+// or empty replies that follow it.
+function removeMessage(i) {
+  if (app.stream) return;
+  const c = app.current;
+  if (!c.messages[i]) return;
+  let end = i + 1;
+  while (end < c.messages.length && c.messages[end].role === 'assistant' && (c.messages[end].error || !c.messages[end].text)) end++;
+  c.messages.splice(i, end - i);
+  c.updated = Date.now();
+  if (c.messages.length) persist(c);
+  else {
+    // Nothing is left: the conversation is new again, and unsaved.
+    c.title = 'New chat';
+    app.convs = app.convs.filter((x) => x !== c);
+    app.db.delete(c.id).catch((e) => notice(`Could not save the conversation: ${e.message}`, 'error'));
+  }
+  renderAll();
+  announce('Message removed');
+  composer.focus();
 }
 
 function openConv(id) {
@@ -385,6 +506,9 @@ function wire() {
     if (app.stream) {
       e.preventDefault();
       stop();
+    } else if (panel.isOpen() && $('models-panel').contains(document.activeElement)) {
+      e.preventDefault();
+      panel.toggle(false);
     } else if (document.querySelector('.app').classList.contains('sidebar-open')) toggleSidebar(false);
   });
 }
@@ -403,6 +527,12 @@ async function init() {
   renderAll();
   composer.focus();
   await loadModels();
+  health.start();
+  // A first run recommends a model in the empty conversation: that needs the catalog.
+  if (picker.state === 'ready' && firstRun(picker.models)) {
+    await panel.loadCatalog();
+    renderAll();
+  }
   document.body.dataset.ready = 'true';
 }
 

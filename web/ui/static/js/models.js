@@ -81,10 +81,19 @@ export class Picker {
     this.paint();
   }
 
-  /** setState shows loading ('loading'), a failure ('error', message) or the list ('ready'). */
+  /**
+   * setState shows loading ('loading'), a failure ('error', message), the
+   * list ('ready'), or a server that does not answer ('offline': nothing
+   * can be chosen, and no model is shown as loaded, since what the server
+   * holds is unknown).
+   */
   setState(state, message = '') {
     this.state = state;
     this.message = message;
+    if (state === 'offline') {
+      this.close(false);
+      this.models = this.models.map((m) => ({ ...m, loaded: false }));
+    }
     this.paint();
   }
 
@@ -175,6 +184,9 @@ export class Picker {
       b.append(h('span', { class: 'spinner', 'aria-hidden': 'true' }), 'Loading models…');
     } else if (this.state === 'error') {
       b.append('Models unavailable');
+    } else if (this.state === 'offline') {
+      if (this.selected) b.append(h('span', { class: 'model-id' }, this.selected));
+      b.append(h('span', { class: 'badge offline', title: 'Hearth does not answer: what it has loaded is unknown' }, 'server unreachable'));
     } else if (!this.models.length) {
       b.append('No models installed');
     } else {

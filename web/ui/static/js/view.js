@@ -1,7 +1,8 @@
 // View draws a conversation's messages: Markdown answers with a
 // collapsible thinking section, the user's attachments as thumbnails and
 // audio players, errors verbatim, per-reply stats and the message actions
-// (copy, edit and resend, regenerate).
+// (copy, edit and resend, regenerate). A message the model could not take
+// is marked, with buttons to remove it or send it again.
 
 import { copyButton, h, markdown } from './render.js';
 import { format } from './stats.js';
@@ -21,7 +22,9 @@ function media(attachments) {
 
 /**
  * View renders into a container. Handlers: onEdit(index, text),
- * onRegenerate(), and contextLength() for the stats line.
+ * onRegenerate(), onRemove(index), contextLength() for the stats line, and
+ * welcome() for what an empty conversation shows besides the prompt to
+ * start (or null).
  */
 export class View {
   constructor(container, handlers) {
@@ -36,11 +39,12 @@ export class View {
     this.live = null;
     const kids = [];
     if (!conv.messages.length) {
-      kids.push(h('div', { class: 'empty' }, h('p', { class: 'empty-title' }, 'Start a conversation'), h('p', null, 'Type a message below, or drop images and audio anywhere on the page.')));
+      const welcome = this.on.welcome ? this.on.welcome() : null;
+      kids.push(h('div', { class: 'empty' }, h('p', { class: 'empty-title' }, 'Start a conversation'), h('p', null, 'Type a message below, or drop images and audio anywhere on the page.'), welcome));
     }
-    const lastAssistant = conv.messages.map((m) => m.role).lastIndexOf('assistant');
+    const last = conv.messages.length - 1;
     conv.messages.forEach((m, i) => {
-      kids.push(m.role === 'user' ? this.user(m, i, !!streamingMsg) : this.assistant(m, i, m === streamingMsg, i === lastAssistant && !streamingMsg));
+      kids.push(m.role === 'user' ? this.user(m, i, !!streamingMsg) : this.assistant(m, i, m === streamingMsg, i === last && !streamingMsg));
     });
     this.el.replaceChildren(...kids);
     if (stick || streamingMsg) this.scroll();
@@ -57,10 +61,18 @@ export class View {
   user(m, i, busy) {
     const body = h('div', { class: 'msg-body' });
     body.textContent = m.text;
-    const art = h('article', { class: 'msg msg-user', 'data-id': m.id, 'aria-label': 'You' }, h('div', { class: 'msg-role' }, 'You'), media(m.attachments), body);
+    const art = h('article', { class: `msg msg-user${m.rejected ? ' rejected' : ''}`, 'data-id': m.id, 'aria-label': 'You' }, h('div', { class: 'msg-role' }, 'You'), media(m.attachments), body);
     const edit = h('button', { type: 'button', class: 'act', disabled: busy, 'aria-label': 'Edit and resend this message' }, 'Edit');
     edit.addEventListener('click', () => this.edit(art, body, m, i));
-    art.append(h('div', { class: 'msg-foot' }, h('span', { class: 'msg-actions' }, copyButton(() => m.text, 'Copy message'), edit)));
+    const actions = h('span', { class: 'msg-actions' }, copyButton(() => m.text, 'Copy message'), edit);
+    if (m.rejected) {
+      art.append(h('p', { class: 'msg-rejected' }, h('strong', null, 'Not sent to the model: '), m.rejected));
+      actions.append(
+        h('button', { type: 'button', class: 'act', disabled: busy, 'aria-label': 'Send this message again', onclick: () => this.on.onEdit(i, m.text) }, 'Send again'),
+        h('button', { type: 'button', class: 'act', disabled: busy, 'aria-label': 'Remove this message', onclick: () => this.on.onRemove(i) }, 'Remove'),
+      );
+    }
+    art.append(h('div', { class: 'msg-foot' }, actions));
     return art;
   }
 
