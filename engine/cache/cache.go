@@ -164,3 +164,21 @@ func (c *Rotating) Trim(n int) int {
 
 // Free releases the buffers.
 func (c *Rotating) Free() { c.b.Free(c.k); c.b.Free(c.v) }
+
+// NewAttention makes an attention layer's cache: a rotating one for a
+// sliding layer whose window (plus one prefill chunk) is shorter than the
+// context, a plain one otherwise.
+func NewAttention(b tensor.Backend, capTokens, window, chunk, kvHeads, headDim int) (Layer, error) {
+	if window > 0 && window+chunk < capTokens {
+		return NewRotating(b, window, chunk, kvHeads, headDim)
+	}
+	return NewKV(b, capTokens, kvHeads, headDim)
+}
+
+// FreeAll frees every cache of layers: a family's NewCaches undoes a
+// partial allocation with it.
+func FreeAll(layers []Layer) {
+	for _, c := range layers {
+		c.Free()
+	}
+}

@@ -260,15 +260,9 @@ func (m *Model) NewCaches(b tensor.Backend, capTokens, chunk int) ([]cache.Layer
 			continue
 		}
 		var err error
-		if ly.window > 0 && ly.window+chunk < capTokens {
-			out[i], err = cache.NewRotating(b, ly.window, chunk, ly.kvH, ly.headDim)
-		} else {
-			out[i], err = cache.NewKV(b, capTokens, ly.kvH, ly.headDim)
-		}
+		out[i], err = cache.NewAttention(b, capTokens, ly.window, chunk, ly.kvH, ly.headDim)
 		if err != nil {
-			for _, c := range out[:i] {
-				c.Free()
-			}
+			cache.FreeAll(out[:i])
 			return nil, err
 		}
 	}

@@ -206,9 +206,7 @@ func (m *Model) NewCaches(b tensor.Backend, capTokens, chunk int) ([]cache.Layer
 			out[i], err = cache.NewKV(b, capTokens, c.NumKeyValueHeads, c.HeadDim)
 		}
 		if err != nil {
-			for _, x := range out[:i] {
-				x.Free()
-			}
+			cache.FreeAll(out[:i])
 			return nil, err
 		}
 	}

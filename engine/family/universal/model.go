@@ -222,15 +222,9 @@ func (m *Model) NewCaches(b tensor.Backend, capTokens, chunk int) ([]cache.Layer
 	out := make([]cache.Layer, len(m.layers))
 	for i, ly := range m.layers {
 		var err error
-		if ly.window > 0 && ly.window+chunk < capTokens {
-			out[i], err = cache.NewRotating(b, ly.window, chunk, m.cfg.NumKeyValueHeads, m.cfg.HeadDim)
-		} else {
-			out[i], err = cache.NewKV(b, capTokens, m.cfg.NumKeyValueHeads, m.cfg.HeadDim)
-		}
+		out[i], err = cache.NewAttention(b, capTokens, ly.window, chunk, m.cfg.NumKeyValueHeads, m.cfg.HeadDim)
 		if err != nil {
-			for _, c := range out[:i] {
-				c.Free()
-			}
+			cache.FreeAll(out[:i])
 			return nil, err
 		}
 	}
