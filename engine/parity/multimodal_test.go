@@ -1,14 +1,10 @@
 package parity
 
 import (
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"hearth/engine"
-	"hearth/engine/tensor"
 	"hearth/internal/testmodels"
 )
 
@@ -32,34 +28,9 @@ func TestMultimodalLayout(t *testing.T) {
 			t.Fatalf("no manifest entry %s", tc.entry)
 		}
 		t.Run(tc.entry+"/"+strings.TrimSuffix(tc.prefix, "."), func(t *testing.T) {
-			dir := testmodels.Copy(t, e.Dir)
-			raw, err := os.ReadFile(filepath.Join(dir, "config.json"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var text map[string]any
-			if err := json.Unmarshal(raw, &text); err != nil {
-				t.Fatal(err)
-			}
-			wrapped, _ := json.Marshal(map[string]any{
-				"model_type": tc.top, "architectures": []string{"Gemma4ForConditionalGeneration"},
-				"text_config": text, "vision_config": map[string]any{"hidden_size": 8},
-				"tie_word_embeddings": text["tie_word_embeddings"],
-			})
-			if err := os.WriteFile(filepath.Join(dir, "config.json"), wrapped, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			testmodels.Rewrite(t, dir, func(ws []tensor.Weight) []tensor.Weight {
-				for i := range ws {
-					if name, ok := strings.CutPrefix(ws[i].Name, "model."); ok {
-						ws[i].Name = tc.prefix + name
-					} else if name, ok := strings.CutPrefix(ws[i].Name, "lm_head."); ok {
-						ws[i].Name = tc.head + "." + name
-					}
-				}
-				tower := tensor.Weight{Name: tc.tower, DType: tensor.F32, Shape: []int{2, 2}, Data: make([]byte, 16)}
-				return append(ws, tower)
-			})
+			l := layout{top: tc.top, arch: "Gemma4ForConditionalGeneration", vision: map[string]any{"hidden_size": 8},
+				prefix: tc.prefix, head: tc.head, extra: []string{tc.tower}}
+			dir := l.copyAs(t, e.Dir)
 			checkDir(t, e, dir, engine.Options{Backend: "cpu"})
 		})
 	}

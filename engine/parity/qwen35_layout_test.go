@@ -2,10 +2,7 @@ package parity
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -42,55 +39,12 @@ func TestQwen35Layouts(t *testing.T) {
 			t.Fatalf("no manifest entry %s", tc.entry)
 		}
 		t.Run(tc.entry+"/"+strings.TrimSuffix(tc.prefix, "."), func(t *testing.T) {
-			dir := testmodels.Copy(t, e.Dir)
-			raw, err := os.ReadFile(filepath.Join(dir, "config.json"))
-			if err != nil {
-				t.Fatal(err)
+			l := layout{top: tc.top, arch: "Qwen3_5ForConditionalGeneration", vision: map[string]any{"depth": 1, "hidden_size": 8},
+				prefix: tc.prefix, head: tc.head, extra: tc.extra, topQuant: true}
+			if tc.mlx {
+				l.edit = sanitize
 			}
-			var text map[string]any
-			if err := json.Unmarshal(raw, &text); err != nil {
-				t.Fatal(err)
-			}
-			top := map[string]any{
-				"model_type": tc.top, "architectures": []string{"Qwen3_5ForConditionalGeneration"},
-				"text_config": text, "vision_config": map[string]any{"depth": 1, "hidden_size": 8},
-				"tie_word_embeddings": text["tie_word_embeddings"],
-			}
-			if q, ok := text["quantization"].(map[string]any); ok {
-				// mlx-lm writes it at the top, its per-module keys named
-				// as the renamed tensors are
-				moved := map[string]any{}
-				for k, v := range q {
-					if name, ok := strings.CutPrefix(k, "model."); ok {
-						k = tc.prefix + name
-					}
-					moved[k] = v
-				}
-				delete(text, "quantization")
-				delete(text, "quantization_config")
-				top["quantization"] = moved
-			}
-			wrapped, _ := json.Marshal(top)
-			if err := os.WriteFile(filepath.Join(dir, "config.json"), wrapped, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			testmodels.Rewrite(t, dir, func(ws []tensor.Weight) []tensor.Weight {
-				for i := range ws {
-					w := &ws[i]
-					if tc.mlx {
-						sanitize(t, w)
-					}
-					if name, ok := strings.CutPrefix(w.Name, "model."); ok {
-						w.Name = tc.prefix + name
-					} else if name, ok := strings.CutPrefix(w.Name, "lm_head."); ok {
-						w.Name = tc.head + "." + name
-					}
-				}
-				for _, name := range tc.extra {
-					ws = append(ws, tensor.Weight{Name: name, DType: tensor.F32, Shape: []int{2, 2}, Data: make([]byte, 16)})
-				}
-				return ws
-			})
+			dir := l.copyAs(t, e.Dir)
 			checkDir(t, e, dir, engine.Options{Backend: "cpu"})
 		})
 	}
