@@ -148,3 +148,28 @@ func Rewrite(t testing.TB, dir string, edit func([]tensor.Weight) []tensor.Weigh
 		t.Fatal(err)
 	}
 }
+
+// SeedConfigs adds to a fuzz corpus the config.json of each named test
+// model and every file matching the glob patterns (published configs kept
+// beside a family's tests).
+func SeedConfigs(f *testing.F, models []string, patterns ...string) {
+	f.Helper()
+	files := make([]string, 0, len(models))
+	for _, m := range models {
+		files = append(files, filepath.Join(Root(), m, "config.json"))
+	}
+	for _, p := range patterns {
+		more, err := filepath.Glob(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		files = append(files, more...)
+	}
+	for _, file := range files {
+		raw, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(raw)
+	}
+}

@@ -1,8 +1,6 @@
 package gemma4
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"hearth/engine/config"
@@ -13,13 +11,7 @@ import (
 // config is outside input, so any bytes must give settings or an error,
 // never a panic, and accepted settings must describe every layer.
 func FuzzSettings(f *testing.F) {
-	for _, m := range []string{"gemma4-f32", "gemma4_kv-f32", "gemma4_moe-f32"} {
-		raw, err := os.ReadFile(filepath.Join(testmodels.Root(), m, "config.json"))
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(raw)
-	}
+	testmodels.SeedConfigs(f, []string{"gemma4-f32", "gemma4_kv-f32", "gemma4_moe-f32"})
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		c, err := config.Parse(raw, nil)
 		if err != nil {

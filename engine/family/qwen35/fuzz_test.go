@@ -1,7 +1,6 @@
 package qwen35
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -14,21 +13,7 @@ import (
 // never a panic, and accepted settings must describe every layer, with
 // caches and parameter counts that are not negative.
 func FuzzSettings(f *testing.F) {
-	for _, m := range []string{"qwen3_5-f32", "qwen3_5_moe-q4g64"} {
-		raw, err := os.ReadFile(filepath.Join(testmodels.Root(), m, "config.json"))
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(raw)
-	}
-	published, _ := filepath.Glob(filepath.Join("testdata", "configs", "*.json"))
-	for _, p := range published {
-		raw, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(raw)
-	}
+	testmodels.SeedConfigs(f, []string{"qwen3_5-f32", "qwen3_5_moe-q4g64"}, filepath.Join("testdata", "configs", "*.json"))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		c, err := config.Parse(raw, nil)
 		if err != nil {
