@@ -138,12 +138,26 @@ func (s *Sampler) Sample(logits []float32) int32 {
 	if s.opt.greedy() {
 		return Argmax(logits)
 	}
-	// candidates sorted by logit, best first
+	idx, probs, total := s.candidates(logits)
+	r := s.rng.Float64() * total
+	for i, p := range probs {
+		r -= p
+		if r <= 0 {
+			return int32(idx[i])
+		}
+	}
+	return int32(idx[len(idx)-1])
+}
+
+// candidates are the tokens sampling may pick, best first, with their
+// probabilities after temperature, top-k, min-p and top-p (not
+// renormalized: total is their sum).
+func (s *Sampler) candidates(logits []float32) (idx []int, probs []float64, total float64) {
 	if cap(s.idx) < len(logits) {
 		s.idx = make([]int, len(logits))
 		s.probs = make([]float64, len(logits))
 	}
-	idx := s.idx[:len(logits)]
+	idx = s.idx[:len(logits)]
 	for i := range idx {
 		idx[i] = i
 	}
@@ -154,7 +168,7 @@ func (s *Sampler) Sample(logits []float32) int32 {
 	sort.Slice(idx, func(a, b int) bool { return logits[idx[a]] > logits[idx[b]] })
 	idx = idx[:k]
 	t := s.opt.Temperature
-	probs := s.probs[:k]
+	probs = s.probs[:k]
 	mx := float64(logits[idx[0]])
 	var sum float64
 	for i, id := range idx {
@@ -180,18 +194,52 @@ func (s *Sampler) Sample(logits []float32) int32 {
 			}
 		}
 	}
-	var total float64
 	for _, p := range probs[:k] {
 		total += p
 	}
-	r := s.rng.Float64() * total
-	for i, p := range probs[:k] {
-		r -= p
-		if r <= 0 {
-			return int32(idx[i])
+	return idx[:k], probs[:k], total
+}
+
+// Verify decides a drafted token as speculative decoding's rejection rule
+// does for a draft that proposes one token with certainty: logits are the
+// target's (penalized here, in place, as Sample does), and the result is
+// distributed exactly as Sample's would be. Greedy: the draft stands when
+// it is the argmax, else the argmax replaces it. Sampling: the draft
+// stands with its probability p(draft); otherwise a token is drawn from
+// the rest of the distribution, renormalized (the residual max(p − q, 0)
+// with q the draft's point mass). accepted says whether the draft stood.
+func (s *Sampler) Verify(logits []float32, draft int32) (id int32, accepted bool) {
+	s.Penalize(logits)
+	if s.opt.greedy() {
+		id = Argmax(logits)
+		return id, id == draft
+	}
+	idx, probs, total := s.candidates(logits)
+	pd := 0.0
+	for i, x := range idx {
+		if int32(x) == draft {
+			pd = probs[i]
 		}
 	}
-	return int32(idx[k-1])
+	if s.rng.Float64()*total < pd {
+		return draft, true
+	}
+	r := s.rng.Float64() * (total - pd)
+	last := int32(-1)
+	for i, p := range probs {
+		if int32(idx[i]) == draft {
+			continue
+		}
+		last = int32(idx[i])
+		r -= p
+		if r <= 0 {
+			return last, false
+		}
+	}
+	if last < 0 { // the draft was the only candidate yet lost: cannot happen, as pd = total
+		return draft, true
+	}
+	return last, false
 }
 
 // Argmax returns the index of the largest logit (the first on ties).
