@@ -10,9 +10,11 @@ require (
 	github.com/labstack/echo/v4 v4.16.0
 	github.com/progrium/darwinkit v0.5.0
 	github.com/shirou/gopsutil/v4 v4.26.10
+	golang.org/x/image v0.48.0
 	golang.org/x/net v0.56.0
 	golang.org/x/sys v0.50.0
 	golang.org/x/text v0.44.0
+	gonum.org/v1/gonum v0.17.0
 )
 
 require (
