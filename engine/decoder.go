@@ -24,10 +24,18 @@ type decoder interface {
 }
 
 // newDecoder starts decoding prompt on seq the way req needs: the backend
-// picks each token of a plain greedy request without logprobs (the logits
-// stay on the device), the host samples every other one.
+// picks each token of a plain greedy request without logprobs or output
+// format (the logits stay on the device), the host samples every other
+// one, masking what the format refuses.
 func (r *Runner) newDecoder(ctx context.Context, seq *Sequence, req *Request, prompt []int32) (decoder, error) {
-	if req.Sample.PlainGreedy() && !req.Logprobs {
+	var mask *masker
+	if req.Format != nil {
+		var err error
+		if mask, err = r.newMasker(req.Format); err != nil {
+			return nil, err
+		}
+	}
+	if req.Sample.PlainGreedy() && !req.Logprobs && mask == nil {
 		g, err := seq.Greedy(ctx, prompt)
 		if err != nil {
 			return nil, err
@@ -39,7 +47,7 @@ func (r *Runner) newDecoder(ctx context.Context, seq *Sequence, req *Request, pr
 		return nil, err
 	}
 	return &hostSampler{r: r, ctx: ctx, seq: seq, req: req, sampler: sample.New(req.Sample, prompt),
-		logits: logits, last: -1, done: time.Now()}, nil
+		mask: mask, logits: logits, last: -1, done: time.Now()}, nil
 }
 
 // deviceGreedy is plain greedy decoding on the backend, which queues each
@@ -69,6 +77,7 @@ type hostSampler struct {
 	seq     *Sequence
 	req     *Request
 	sampler *sample.Sampler
+	mask    *masker   // the request's output format; nil when free
 	logits  []float32 // for the next token
 	last    int32     // the token whose pass is still to run; -1 when none
 	done    time.Time
@@ -85,7 +94,17 @@ func (h *hostSampler) next(bool) (int32, *TokenLogprob, error) {
 	if h.req.Logprobs {
 		raw = append([]float32(nil), h.logits...) // before penalties
 	}
+	if h.mask != nil {
+		if err := h.mask.apply(h.logits); err != nil {
+			return 0, nil, err
+		}
+	}
 	id := h.sampler.Sample(h.logits)
+	if h.mask != nil {
+		if err := h.mask.accept(id); err != nil {
+			return 0, nil, err
+		}
+	}
 	var lp *TokenLogprob
 	if raw != nil {
 		lp = h.r.logprob(sample.LogSoftmax(raw, id, h.req.TopLogprobs))

@@ -6,6 +6,7 @@ import (
 
 	"hearth/engine/sample"
 	"hearth/engine/toolcall"
+	"hearth/media"
 )
 
 // Request is one generation request. Exactly one of Messages (chat),
@@ -16,8 +17,16 @@ type Request struct {
 	// TemplateKwargs are extra chat-template variables (enable_thinking, …).
 	TemplateKwargs map[string]json.RawMessage
 
+	// Images are the request's pictures in the order their parts appear
+	// in Messages, where each is a {"type": "image"} part for the chat
+	// template. A model without a vision tower refuses them.
+	Images []media.Image
+
 	Prompt    string
 	PromptIDs []int32
+
+	// Format, when set, constrains the output (constrain.go).
+	Format *Format
 
 	MaxTokens   int // 0 = until the context is full
 	Stop        []string

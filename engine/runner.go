@@ -27,6 +27,8 @@ type Runner struct {
 	tools toolcall.Format
 	info  Info
 	eos   map[int32]bool
+	// formats holds the grammars of constrained requests (constrain.go).
+	formats formats
 
 	queueLen int
 	mu       sync.Mutex
