@@ -35,6 +35,9 @@ func (r *Runner) newDecoder(ctx context.Context, seq *Sequence, req *Request, pr
 			return nil, err
 		}
 	}
+	if r.draft != nil && mask == nil && (req.Speculative == nil || *req.Speculative) {
+		return r.newSpeculative(ctx, seq, req, prompt, r.draft)
+	}
 	if req.Sample.PlainGreedy() && !req.Logprobs && mask == nil {
 		g, err := seq.Greedy(ctx, prompt)
 		if err != nil {

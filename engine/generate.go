@@ -105,6 +105,9 @@ func (r *Runner) run(j *job) (Usage, error) {
 		}
 	}
 	u.DecodeDuration = time.Since(decodeStart)
+	if sp, ok := dec.(*speculative); ok {
+		u.Drafted, u.Accepted = sp.stats.Drafted, sp.stats.Accepted
+	}
 	calls, err := out.close()
 	if err != nil {
 		return u, err

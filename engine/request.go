@@ -27,6 +27,9 @@ type Request struct {
 
 	// Format, when set, constrains the output (constrain.go).
 	Format *Format
+	// Speculative turns speculative decoding on or off for this request
+	// where the runner drafts (nil: the runner's choice).
+	Speculative *bool
 
 	MaxTokens   int // 0 = until the context is full
 	Stop        []string
@@ -58,7 +61,10 @@ type Usage struct {
 	CompletionTokens int
 	FinishReason     string // "stop", "length" or "tool_calls"
 	StopSequence     string // the stop string that ended the answer, if one did
-	TimeToFirstToken time.Duration
-	PrefillDuration  time.Duration
-	DecodeDuration   time.Duration
+	// Drafted and Accepted count speculative decoding's guesses and the
+	// ones the model kept (0 without it).
+	Drafted, Accepted int
+	TimeToFirstToken  time.Duration
+	PrefillDuration   time.Duration
+	DecodeDuration    time.Duration
 }

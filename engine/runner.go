@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"hearth/engine/config"
+	"hearth/engine/draft"
 	"hearth/engine/family"
 	"hearth/engine/sample"
 	"hearth/engine/template"
@@ -29,6 +30,7 @@ type Runner struct {
 	eos   map[int32]bool
 	// formats holds the grammars of constrained requests (constrain.go).
 	formats formats
+	draft   draft.Source // nil: no speculative decoding
 
 	queueLen int
 	mu       sync.Mutex
@@ -45,6 +47,9 @@ type RunnerOptions struct {
 	ID            string // the name clients use; default: the directory name
 	ContextTokens int    // default min(8192, max_position_embeddings)
 	QueueLen      int    // requests waiting beyond the running one; default 64
+	// Draft, when set, drafts tokens for speculative decoding of every
+	// request that does not turn it off (docs/design/speculative.md).
+	Draft draft.Source
 }
 
 // Info describes a loaded model for /v1/models, /api/ps and the menu.
@@ -121,6 +126,7 @@ func newRunner(dir string, m *Model, opt RunnerOptions) (*Runner, error) {
 	r := &Runner{
 		id: id, model: m, tok: tok, tmpl: tmpl,
 		eos:      map[int32]bool{},
+		draft:    opt.Draft,
 		queueLen: queueLen,
 		wake:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
