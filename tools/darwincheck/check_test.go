@@ -141,8 +141,9 @@ func TestPlantedErrors(t *testing.T) {
 }
 
 // TestTree checks Hearth's own darwin code on both Mac architectures, and
-// that the check covers it: the tray, the AppKit desktop, the LaunchAgent
-// and the Metal working set.
+// that the check covers it: the tray, the AppKit desktop, the LaunchAgent,
+// the Metal working set, and media's ImageIO (HEIC) and AVFoundation
+// (video) decoders.
 func TestTree(t *testing.T) {
 	for _, arch := range []string{"arm64", "amd64"} {
 		res, err := Check(Options{Dir: filepath.Join("..", ".."), Arch: arch, Patterns: []string{"./..."}})
@@ -159,6 +160,7 @@ func TestTree(t *testing.T) {
 		for pkg, files := range map[string][]string{
 			"hearth/app":        {"desktop_darwin.go", "login_darwin.go", "tray.go"},
 			"hearth/engine/fit": {"memory_darwin.go"},
+			"hearth/media":      {"heic_darwin.go", "video_darwin.go"},
 		} {
 			for _, f := range files {
 				if !slices.Contains(covered[pkg], f) {
