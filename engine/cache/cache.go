@@ -21,6 +21,12 @@ type Layer interface {
 	// Trim drops the last n tokens and returns how many it dropped (a
 	// rotating cache can only drop what it has not overwritten).
 	Trim(n int) int
+	// CanTrim reports whether Trim(n) would drop n tokens and leave a
+	// layer that can go on: what a prompt cache asks before rewinding a
+	// finished sequence to a prefix it shares with a new prompt.
+	CanTrim(n int) bool
+	// Bytes is the backend memory the layer holds.
+	Bytes() int64
 	// Free releases the backend buffers.
 	Free()
 }
@@ -84,6 +90,12 @@ func (c *KV) Trim(n int) int {
 	c.length -= n
 	return n
 }
+
+// CanTrim: any of the tokens held.
+func (c *KV) CanTrim(n int) bool { return n >= 0 && n <= c.length }
+
+// Bytes is the float32 memory of the keys and values.
+func (c *KV) Bytes() int64 { return 2 * 4 * int64(tensor.Elements(c.b.Shape(c.k))) }
 
 // Free releases the buffers.
 func (c *KV) Free() { c.b.Free(c.k); c.b.Free(c.v) }
@@ -151,16 +163,26 @@ func (c *Rotating) Len() int { return c.length }
 
 // Trim drops the last n tokens, as far as the window stays intact.
 func (c *Rotating) Trim(n int) int {
-	// After trimming to length L, positions [L-window, L) must still be in
-	// the ring; positions below floor have been overwritten.
-	most := c.length
-	if c.floor > 0 {
-		most = max(0, c.length-c.floor-c.window)
-	}
-	n = min(n, most)
+	n = min(n, c.trimmable())
 	c.length -= n
 	return n
 }
+
+// trimmable is how many tokens Trim can drop: after trimming to length L,
+// positions [L-window, L) must still be in the ring, and positions below
+// floor have been overwritten.
+func (c *Rotating) trimmable() int {
+	if c.floor > 0 {
+		return max(0, c.length-c.floor-c.window)
+	}
+	return c.length
+}
+
+// CanTrim: as far as the window stays intact.
+func (c *Rotating) CanTrim(n int) bool { return n >= 0 && n <= c.trimmable() }
+
+// Bytes is the float32 memory of the ring's keys and values.
+func (c *Rotating) Bytes() int64 { return 2 * 4 * int64(tensor.Elements(c.b.Shape(c.k))) }
 
 // Free releases the buffers.
 func (c *Rotating) Free() { c.b.Free(c.k); c.b.Free(c.v) }

@@ -156,6 +156,23 @@ func (s *State) Trim(n int) int {
 	return n
 }
 
+// CanTrim reports whether a slot holds the state n tokens back, so Trim(n)
+// does not lose it.
+func (s *State) CanTrim(n int) bool {
+	if n == 0 {
+		return !s.lost
+	}
+	if s.lost || n < 0 || n > s.length {
+		return false
+	}
+	for _, sl := range s.slots {
+		if sl.at == s.length-n && !sl.stale {
+			return true
+		}
+	}
+	return false
+}
+
 // forgetAfter drops the slots holding states past length: they belong to
 // tokens no longer in the sequence. A pinned one stays for its snapshot's
 // Rollback, but Trim no longer finds it.

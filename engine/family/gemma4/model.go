@@ -276,9 +276,11 @@ type sharedKV struct{ owner cache.Layer }
 func (s sharedKV) Update(*tensor.Graph, tensor.T, tensor.T) (cache.View, error) {
 	return cache.View{}, fmt.Errorf("gemma4: a layer sharing keys and values does not write a cache")
 }
-func (s sharedKV) Len() int       { return s.owner.Len() }
-func (s sharedKV) Trim(n int) int { return n }
-func (s sharedKV) Free()          {}
+func (s sharedKV) Len() int           { return s.owner.Len() }
+func (s sharedKV) Trim(n int) int     { return n }
+func (s sharedKV) CanTrim(n int) bool { return s.owner.CanTrim(n) }
+func (s sharedKV) Bytes() int64       { return 0 }
+func (s sharedKV) Free()              {}
 
 // Forward records embed (+ per-layer inputs) → layers → norm → head → cap.
 func (m *Model) Forward(g *tensor.Graph, b *family.Batch) (tensor.T, error) {
