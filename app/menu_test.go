@@ -320,3 +320,31 @@ func TestRenderMenuSeveralLoaded(t *testing.T) {
 		t.Error("not busy while the second loaded model runs a request")
 	}
 }
+
+// TestRenderMenuCapabilities: a model that takes pictures says so in its
+// row and, loaded, in the model line; loaded, the engine's word wins over
+// the registry's (a tower its family cannot run is no vision).
+func TestRenderMenuCapabilities(t *testing.T) {
+	seeing := testRecord("acme/seeing", gb)
+	seeing.Capabilities = []string{"tools", "vision"}
+	blind := testRecord("acme/blind", gb)
+	rows := findRow(renderMenu(menuState{Memory: testMemory, Records: []registry.Record{seeing, blind}}).Items, rowModels).Children
+	if !strings.HasSuffix(rows[0].Title, " · vision") || !strings.Contains(rows[0].Tooltip, "; tools, vision") {
+		t.Errorf("vision row %+v", rows[0])
+	}
+	if strings.Contains(rows[1].Title, "vision") {
+		t.Errorf("text-only row %+v", rows[1])
+	}
+	loaded := pool.Status{Info: engine.Info{ID: "acme/seeing", Dir: seeing.Dir, Tier: "generic", Backend: "cpu", ContextTokens: 4096, WeightBytes: gb,
+		Capabilities: []string{"vision"}}}
+	v := renderMenu(menuState{URL: "http://127.0.0.1:11435", Memory: testMemory, Records: []registry.Record{seeing}, Loaded: []pool.Status{loaded}})
+	if got := findRow(v.Items, rowModel).Title; got != "Model: acme/seeing (generic tier, vision)" {
+		t.Errorf("model line %q", got)
+	}
+	// Loaded without its tower running: no vision, whatever the files say.
+	loaded.Capabilities = nil
+	v = renderMenu(menuState{URL: "http://127.0.0.1:11435", Memory: testMemory, Records: []registry.Record{seeing}, Loaded: []pool.Status{loaded}})
+	if row := findRow(v.Items, rowModels).Children[0]; strings.Contains(row.Title, "vision") {
+		t.Errorf("loaded without vision, the row says %q", row.Title)
+	}
+}

@@ -5,6 +5,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"hearth/engine/fit"
@@ -52,6 +53,9 @@ func renderMenu(s menuState) menuView {
 	model, fidelity := "Model: none loaded", ""
 	if hasLoaded {
 		model = fmt.Sprintf("Model: %s (%s tier)", loaded.ID, loaded.Tier)
+		if m := mediaCaps(loaded.Capabilities); m != "" {
+			model = fmt.Sprintf("Model: %s (%s tier, %s)", loaded.ID, loaded.Tier, m)
+		}
 		if more := len(s.Loaded) - 1; more > 0 {
 			// The pool keeps several; the line names the one used last.
 			model += fmt.Sprintf(" + %d more loaded", more)
@@ -212,8 +216,21 @@ func modelRow(s menuState, r registry.Record, loaded pool.Status, isLoaded bool)
 	if r.Fidelity != "" {
 		row.Tooltip += "; " + r.Fidelity
 	}
+	// What the model takes besides text: the engine's word once it is
+	// loaded, else the registry's (its towers, where its family runs them).
+	caps := r.Capabilities
+	if isLoaded {
+		caps = loaded.Capabilities
+	}
+	if len(caps) > 0 {
+		row.Tooltip += "; " + strings.Join(caps, ", ")
+	}
+	media := ""
+	if m := mediaCaps(caps); m != "" {
+		media = " · " + m
+	}
 	if s.MemoryErr != nil {
-		row.Title = fmt.Sprintf("%s — %s", name, r.Tier)
+		row.Title = fmt.Sprintf("%s — %s%s", name, r.Tier, media)
 		return row
 	}
 	v := registry.FitAt(s.Memory, s.ContextTokens)(r)
@@ -228,12 +245,24 @@ func modelRow(s menuState, r registry.Record, loaded pool.Status, isLoaded bool)
 			row.Disabled = false // it is loaded; it stays choosable
 		}
 	default:
-		row.Title = fmt.Sprintf("%s — %s · %s", name, r.Tier, v.Status)
+		row.Title = fmt.Sprintf("%s — %s · %s%s", name, r.Tier, v.Status, media)
 	}
 	if s.Loading == name {
 		row.Title += " (loading…)"
 	}
 	return row
+}
+
+// mediaCaps names the capabilities beyond text and tools a model has
+// (vision, video, audio), as the menu shows them; "" for none.
+func mediaCaps(caps []string) string {
+	var out []string
+	for _, c := range []string{"vision", "video", "audio"} {
+		if slices.Contains(caps, c) {
+			out = append(out, c)
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // ctxTokensLabel prints a context length as hearth ls does ("8K").

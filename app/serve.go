@@ -61,6 +61,7 @@ type engineFlags struct {
 	keepAlive *string
 	drain     *time.Duration // how long shutdown lets requests finish
 	bodyTime  *time.Duration // how long a client may take to send a body
+	mediaURLs *bool          // fetch the http(s) URLs of image and video parts
 	rf        runnerFlags
 }
 
@@ -98,6 +99,12 @@ func (c *cli) engineFlags(fs *flag.FlagSet) (*engineFlags, error) {
 	if err != nil {
 		return nil, err
 	}
+	mediaURLs := false
+	if v := c.env.Getenv("HEARTH_ALLOW_MEDIA_URLS"); v != "" {
+		if mediaURLs, err = strconv.ParseBool(v); err != nil {
+			return nil, fmt.Errorf("HEARTH_ALLOW_MEDIA_URLS=%q is not true or false", v)
+		}
+	}
 	return &engineFlags{
 		addr:      addr,
 		model:     fs.String("model", c.env.Getenv("HEARTH_MODEL"), "model to serve when a request names none: a Hugging Face repo id in the cache, or a checkpoint directory (env HEARTH_MODEL; default: the built-in model)"),
@@ -107,6 +114,7 @@ func (c *cli) engineFlags(fs *flag.FlagSet) (*engineFlags, error) {
 		keepAlive: fs.String("keep-alive", keepAlive, "how long a model stays loaded after its last request: a duration (5m, 1h), seconds, 0 to unload at once, or negative to keep it (env HEARTH_KEEP_ALIVE); a request's keep_alive overrides it"),
 		drain:     fs.Duration("drain", drain, "on shutdown, how long requests may run to their end; streams still running then end with an error event (env HEARTH_DRAIN)"),
 		bodyTime:  fs.Duration("body-timeout", bodyTimeout, "how long a client may take to send a request body; a slower one gets 408 (env HEARTH_BODY_TIMEOUT)"),
+		mediaURLs: fs.Bool("allow-media-urls", mediaURLs, "let image and video parts name http(s) URLs, which the server downloads (at most 20 MiB each, in 30s, never from loopback or private addresses); off, clients send the bytes as base64 (env HEARTH_ALLOW_MEDIA_URLS)"),
 		rf:        c.runnerFlags(fs),
 	}, nil
 }
@@ -158,7 +166,8 @@ func (c *cli) newServer(f *engineFlags, p *pool.Pool, log *slog.Logger) *web.Ser
 // serverOptions are the web server's settings from the flags.
 func (c *cli) serverOptions(f *engineFlags, p *pool.Pool, log *slog.Logger) web.Options {
 	return web.Options{Pool: p, Origins: splitList(*f.origins), Version: version, Logger: log, Registry: c.registry(),
-		ContextTokens: *f.rf.ctx, Pull: c.pullModel, Drain: *f.drain, BodyTimeout: *f.bodyTime}
+		ContextTokens: *f.rf.ctx, Pull: c.pullModel, Drain: *f.drain, BodyTimeout: *f.bodyTime,
+		Media: web.MediaOptions{FetchURLs: *f.mediaURLs}}
 }
 
 func (c *cli) serve(args []string) error {

@@ -23,6 +23,7 @@ func TestEngineFlagErrors(t *testing.T) {
 		{"bad flag drain", nil, []string{"--drain", "0s"}, "--drain 0s: must be positive"},
 		{"bad env body timeout", mapEnv{"HEARTH_BODY_TIMEOUT": "-1s"}, nil, `HEARTH_BODY_TIMEOUT="-1s"`},
 		{"bad flag body timeout", nil, []string{"--body-timeout", "-1s"}, "--body-timeout -1s: must be positive"},
+		{"bad env media URLs", mapEnv{"HEARTH_ALLOW_MEDIA_URLS": "sometimes"}, nil, `HEARTH_ALLOW_MEDIA_URLS="sometimes"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -66,6 +67,38 @@ func TestServerTimes(t *testing.T) {
 			opt := c.serverOptions(f, nil, nil)
 			if opt.Drain != tt.drain || opt.BodyTimeout != tt.bodyTimeout {
 				t.Errorf("Drain, BodyTimeout = %v, %v, want %v, %v", opt.Drain, opt.BodyTimeout, tt.drain, tt.bodyTimeout)
+			}
+		})
+	}
+}
+
+// TestMediaURLFlag checks that URL fetching for image and video parts is
+// off unless --allow-media-urls (or its variable) turns it on.
+func TestMediaURLFlag(t *testing.T) {
+	tests := []struct {
+		name string
+		env  mapEnv
+		args []string
+		want bool
+	}{
+		{"off by default", nil, nil, false},
+		{"flag", nil, []string{"--allow-media-urls"}, true},
+		{"env", mapEnv{"HEARTH_ALLOW_MEDIA_URLS": "1"}, nil, true},
+		{"flag over env", mapEnv{"HEARTH_ALLOW_MEDIA_URLS": "true"}, []string{"--allow-media-urls=false"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, _, _ := newCLI(t, "", tt.env)
+			fs := c.flags("serve", "serve")
+			f, err := c.engineFlags(fs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := fs.Parse(tt.args); err != nil {
+				t.Fatal(err)
+			}
+			if got := c.serverOptions(f, nil, nil).Media.FetchURLs; got != tt.want {
+				t.Errorf("Media.FetchURLs = %v, want %v", got, tt.want)
 			}
 		})
 	}

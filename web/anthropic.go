@@ -38,6 +38,7 @@ type block struct {
 	Input     json.RawMessage `json:"input"`
 	ToolUseID string          `json:"tool_use_id"`
 	Content   json.RawMessage `json:"content"`
+	Source    json.RawMessage `json:"source"` // an image block's
 }
 
 // parseMessages decodes and validates a Messages request and turns it into
@@ -67,23 +68,23 @@ func parseMessages(body []byte) (*messagesJob, error) {
 			stops = append(stops, s)
 		}
 	}
-	msgs, tools, err := in.prompt()
+	msgs, tools, refs, err := in.prompt()
 	if err != nil {
 		return nil, err
 	}
-	job := &messagesJob{target: target{model: in.Model}, stream: in.Stream}
+	job := &messagesJob{target: target{model: in.Model, media: refs}, stream: in.Stream}
 	job.sampling = sampling{params: p, maxTemp: 1}
 	job.req = engine.Request{Messages: msgs, Tools: tools, MaxTokens: *in.MaxTokens, Stop: stops, Sample: opt}
 	return job, nil
 }
 
 // prompt is what the chat template renders of a Messages request (or a
-// count_tokens one): the conversation, and the tools unless tool_choice
-// is none (nil when there are none).
-func (in *messagesRequest) prompt() (msgs, tools json.RawMessage, err error) {
-	msgs, err = anthropicConversation(in.System, in.Messages)
+// count_tokens one): the conversation, the tools unless tool_choice is
+// none (nil when there are none), and the images in it.
+func (in *messagesRequest) prompt() (msgs, tools json.RawMessage, refs []mediaRef, err error) {
+	msgs, refs, err = anthropicConversation(in.System, in.Messages)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	useTools := true
 	if !isNull(in.ToolChoice) {
@@ -91,25 +92,25 @@ func (in *messagesRequest) prompt() (msgs, tools json.RawMessage, err error) {
 			Type string `json:"type"`
 		}
 		if err := json.Unmarshal(in.ToolChoice, &tc); err != nil {
-			return nil, nil, badRequest("tool_choice", "tool_choice: expected an object with a type")
+			return nil, nil, nil, badRequest("tool_choice", "tool_choice: expected an object with a type")
 		}
 		switch tc.Type {
 		case "auto":
 		case "none":
 			useTools = false
 		case "any", "tool":
-			return nil, nil, badRequest("tool_choice", "tool_choice: %q is not supported yet (no constrained decoding); use \"auto\"", tc.Type)
+			return nil, nil, nil, badRequest("tool_choice", "tool_choice: %q is not supported yet (no constrained decoding); use \"auto\"", tc.Type)
 		default:
-			return nil, nil, badRequest("tool_choice.type", "tool_choice.type: unknown value %q", tc.Type)
+			return nil, nil, nil, badRequest("tool_choice.type", "tool_choice.type: unknown value %q", tc.Type)
 		}
 	}
 	if tools, err = anthropicTools(in.Tools); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if !useTools {
 		tools = nil
 	}
-	return msgs, tools, nil
+	return msgs, tools, refs, nil
 }
 
 // anthropicTools converts [{name, description, input_schema}] to OpenAI
@@ -155,37 +156,39 @@ func anthropicTools(raw json.RawMessage) (json.RawMessage, error) {
 
 // anthropicConversation turns system + messages into OpenAI messages:
 // system becomes a system message, tool_use blocks assistant tool_calls,
-// and tool_result blocks tool messages (placed before the user text of
-// the same turn).
-func anthropicConversation(system, raw json.RawMessage) (json.RawMessage, error) {
+// tool_result blocks tool messages (placed before the user text of the
+// same turn), and image blocks {"type": "image"} parts, whose sources it
+// returns in order.
+func anthropicConversation(system, raw json.RawMessage) (json.RawMessage, []mediaRef, error) {
 	var out []object
 	if !isNull(system) {
 		text, err := blockText("system", system)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		out = append(out, object{{"role", mustJSON("system")}, {"content", mustJSON(text)}})
 	}
 	if isNull(raw) {
-		return nil, badRequest("messages", "messages: required (an array of at least one message)")
+		return nil, nil, badRequest("messages", "messages: required (an array of at least one message)")
 	}
 	var msgs []struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
 	}
 	if err := json.Unmarshal(raw, &msgs); err != nil {
-		return nil, badRequest("messages", "messages: expected an array of {role, content}")
+		return nil, nil, badRequest("messages", "messages: expected an array of {role, content}")
 	}
 	if len(msgs) == 0 {
-		return nil, badRequest("messages", "messages: at least one message is required")
+		return nil, nil, badRequest("messages", "messages: at least one message is required")
 	}
+	var refs []mediaRef
 	for i, m := range msgs {
 		at := fmt.Sprintf("messages[%d]", i)
 		if m.Role != "user" && m.Role != "assistant" {
-			return nil, badRequest(at+".role", "%s.role: expected user or assistant, got %q", at, m.Role)
+			return nil, nil, badRequest(at+".role", "%s.role: expected user or assistant, got %q", at, m.Role)
 		}
 		if isNull(m.Content) {
-			return nil, badRequest(at+".content", "%s.content: required", at)
+			return nil, nil, badRequest(at+".content", "%s.content: required", at)
 		}
 		if m.Content[0] == '"' {
 			var s string
@@ -195,21 +198,22 @@ func anthropicConversation(system, raw json.RawMessage) (json.RawMessage, error)
 		}
 		var blocks []block
 		if err := json.Unmarshal(m.Content, &blocks); err != nil {
-			return nil, badRequest(at+".content", "%s.content: expected a string or an array of content blocks", at)
+			return nil, nil, badRequest(at+".content", "%s.content: expected a string or an array of content blocks", at)
 		}
-		msgs, err := anthropicTurn(at, m.Role, blocks)
+		msgs, err := anthropicTurn(at, m.Role, blocks, &refs)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		out = append(out, msgs...)
 	}
-	return mustJSON(out), nil
+	return mustJSON(out), refs, nil
 }
 
-// anthropicTurn converts one message's blocks.
-func anthropicTurn(at, role string, blocks []block) ([]object, error) {
+// anthropicTurn converts one message's blocks, adding its images to refs.
+func anthropicTurn(at, role string, blocks []block, refs *[]mediaRef) ([]object, error) {
 	var (
 		texts []string
+		parts []json.RawMessage // text and image parts, once the turn has an image
 		calls []object
 		tools []object
 	)
@@ -221,6 +225,17 @@ func anthropicTurn(at, role string, blocks []block) ([]object, error) {
 				return nil, badRequest(bat+".text", "%s.text: required", bat)
 			}
 			texts = append(texts, *b.Text)
+			parts = append(parts, textPart(*b.Text))
+		case "image":
+			if role != "user" {
+				return nil, badRequest(bat, "%s: image blocks belong to user messages", bat)
+			}
+			ref, err := anthropicImage(bat, b.Source)
+			if err != nil {
+				return nil, err
+			}
+			*refs = append(*refs, ref)
+			parts = append(parts, kindImage.placeholder())
 		case "tool_use":
 			if role != "assistant" {
 				return nil, badRequest(bat, "%s: tool_use blocks belong to assistant messages", bat)
@@ -248,21 +263,59 @@ func anthropicTurn(at, role string, blocks []block) ([]object, error) {
 			tools = append(tools, object{{"role", mustJSON("tool")}, {"tool_call_id", mustJSON(b.ToolUseID)}, {"content", mustJSON(text)}})
 		case "thinking", "redacted_thinking":
 			// Earlier reasoning is not replayed to the template.
-		case "image", "document", "search_result":
-			return nil, badRequest(bat, "%s: %s content is not supported yet (text only)", bat, b.Type)
+		case "document", "search_result":
+			return nil, badRequest(bat, "%s: %s content is not supported yet (text and images only)", bat, b.Type)
 		default:
 			return nil, badRequest(bat+".type", "%s.type: unknown content block type %q", bat, b.Type)
 		}
 	}
 	out := tools
-	if len(texts) > 0 || len(calls) > 0 || len(tools) == 0 {
-		m := object{{"role", mustJSON(role)}, {"content", mustJSON(strings.Join(texts, "\n"))}}
+	hasImage := len(parts) > len(texts)
+	if len(texts) > 0 || len(calls) > 0 || len(tools) == 0 || hasImage {
+		content := mustJSON(strings.Join(texts, "\n"))
+		if hasImage {
+			content = mustJSON(parts)
+		}
+		m := object{{"role", mustJSON(role)}, {"content", content}}
 		if len(calls) > 0 {
 			m = append(m, field{"tool_calls", mustJSON(calls)})
 		}
 		out = append(out, m)
 	}
 	return out, nil
+}
+
+// anthropicImage reads an image block's source: {"type": "base64",
+// "media_type", "data"}, or {"type": "url", "url"} (fetched when the
+// server allows it).
+func anthropicImage(at string, raw json.RawMessage) (mediaRef, error) {
+	var src struct {
+		Type      string  `json:"type"`
+		MediaType string  `json:"media_type"`
+		Data      *string `json:"data"`
+		URL       *string `json:"url"`
+	}
+	if isNull(raw) || json.Unmarshal(raw, &src) != nil {
+		return mediaRef{}, badRequest(at+".source", "%s.source: required ({\"type\": \"base64\", \"media_type\": \"image/png\", \"data\": …})", at)
+	}
+	switch src.Type {
+	case "base64":
+		if src.Data == nil {
+			return mediaRef{}, badRequest(at+".source.data", "%s.source.data: required (the image as base64)", at)
+		}
+		return mediaRef{at: at, src: at + ".source.data", kind: kindImage, data: *src.Data, bare: true}, nil
+	case "url":
+		if src.URL == nil {
+			return mediaRef{}, badRequest(at+".source.url", "%s.source.url: required", at)
+		}
+		if scheme, _, _ := strings.Cut(*src.URL, ":"); !strings.EqualFold(scheme, "http") && !strings.EqualFold(scheme, "https") {
+			return mediaRef{}, badRequest(at+".source.url", "%s.source.url: expected an http(s) URL", at)
+		}
+		return mediaRef{at: at, src: at + ".source.url", kind: kindImage, data: *src.URL}, nil
+	case "file":
+		return mediaRef{}, badRequest(at+".source.type", "%s.source.type: file sources are not supported (Hearth keeps no files); send the image as base64", at)
+	}
+	return mediaRef{}, badRequest(at+".source.type", "%s.source.type: expected base64 or url, got %q", at, src.Type)
 }
 
 // blockText reads a string or an array of text blocks as one string.

@@ -20,6 +20,8 @@ type countTokensResponse struct {
 // tokenized, as a generation's prompt is, without loading the model onto
 // a backend (Pool.Prompter). A prompt that leaves no room in the model's
 // context for one generated token is refused as /v1/messages refuses it.
+// Images are checked and decoded as for /v1/messages, and passed to the
+// prompter with the request.
 func (s *Server) countTokens(c echo.Context) error {
 	body, err := readBody(c)
 	if err != nil {
@@ -29,7 +31,7 @@ func (s *Server) countTokens(c echo.Context) error {
 	if err := decodeJSON(body, &in); err != nil {
 		return err
 	}
-	msgs, tools, err := in.prompt()
+	msgs, tools, refs, err := in.prompt()
 	if err != nil {
 		return err
 	}
@@ -40,9 +42,29 @@ func (s *Server) countTokens(c echo.Context) error {
 	if tools != nil && !p.ToolCalls() {
 		return noToolCalls(p.ID)
 	}
-	ids, err := p.Prompt(c.Request().Context(), &engine.Request{Messages: msgs, Tools: tools})
+	req := &engine.Request{Messages: msgs, Tools: tools}
+	if len(refs) > 0 {
+		// Images are checked and decoded as /v1/messages would: a model
+		// without vision refuses them, and a bad image is a 400 here too.
+		t := target{media: refs}
+		if err := s.loadMedia(c.Request().Context(), s.promptInfo(p.ID), &t); err != nil {
+			return err
+		}
+		req.Images = t.req.Images
+	}
+	ids, err := p.Prompt(c.Request().Context(), req)
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, countTokensResponse{InputTokens: len(ids)})
+}
+
+// promptInfo is what count_tokens knows of a model it does not load: its
+// id and, from the model list, its capabilities.
+func (s *Server) promptInfo(id string) engine.Info {
+	info := engine.Info{ID: id}
+	if m, err := s.catalogEntry(id); err == nil {
+		info.Capabilities = m.Capabilities
+	}
+	return info
 }

@@ -15,6 +15,7 @@ import (
 	"hearth/engine/pool"
 	"hearth/engine/registry"
 	"hearth/engine/template"
+	"hearth/media"
 )
 
 // apiError is a failure the server itself raises, with its status, the
@@ -73,6 +74,10 @@ func classify(err error) problem {
 		return problem{Status: http.StatusTooManyRequests, Code: "rate_limit_exceeded", Message: err.Error()}
 	case errors.Is(err, engine.ErrClosed):
 		return problem{Status: http.StatusServiceUnavailable, Code: "model_unloading", Message: err.Error()}
+	case errors.Is(err, media.ErrMedia):
+		// A picture or clip the engine found bad (its preprocessing):
+		// the input's fault, in media's words.
+		return problem{Status: http.StatusBadRequest, Code: "invalid_media", Message: mediaMessage(err)}
 	case errors.Is(err, family.ErrUnsupported):
 		return problem{Status: http.StatusBadRequest, Param: "model", Code: "model_unsupported", Message: err.Error()}
 	case errors.Is(err, registry.ErrNotFound):

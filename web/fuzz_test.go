@@ -2,12 +2,71 @@ package web
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
 // The request decoders read outside input: they must never panic, must
 // refuse bad input with a 400, and what they accept must be well formed.
+
+// checkConverted checks a parser's conversation: normalized, with one
+// {"type": "image"} or {"type": "video"} part for each of refs, in order.
+// With each placeholder given a source again (sourced), the chat route
+// normalizes it to itself, with as many media.
+func checkConverted(t *testing.T, msgs json.RawMessage, refs []mediaRef) {
+	t.Helper()
+	with, kinds := sourced(t, msgs)
+	if len(kinds) != len(refs) {
+		t.Fatalf("%d media placeholders in %s, %d media", len(kinds), msgs, len(refs))
+	}
+	for i, k := range kinds {
+		if refs[i].kind != k {
+			t.Fatalf("placeholder %d is %s, media %d is %s (%s)", i, k, i, refs[i].kind, refs[i].at)
+		}
+		if refs[i].at == "" || refs[i].src == "" {
+			t.Fatalf("media %d names no field: %+v", i, refs[i])
+		}
+	}
+	again, againRefs, err := chatMessages(with)
+	if err != nil || !bytes.Equal(again, msgs) || len(againRefs) != len(refs) {
+		t.Fatalf("normalizing again: %v\n%s\n%s", err, msgs, again)
+	}
+}
+
+// sourced gives each media placeholder of normalized messages a source
+// (an image_url or video_url part), returning their kinds in order.
+func sourced(t *testing.T, msgs json.RawMessage) (json.RawMessage, []mediaKind) {
+	t.Helper()
+	var list []json.RawMessage
+	if err := json.Unmarshal(msgs, &list); err != nil {
+		t.Fatalf("messages are not an array: %s", msgs)
+	}
+	var kinds []mediaKind
+	for i, m := range list {
+		o, ok := parseObject(m)
+		if !ok {
+			t.Fatalf("message %d is not an object: %s", i, m)
+		}
+		var parts []json.RawMessage
+		if json.Unmarshal(o.get("content"), &parts) != nil {
+			continue
+		}
+		for j, p := range parts {
+			switch string(p) {
+			case `{"type":"image"}`:
+				kinds = append(kinds, kindImage)
+				parts[j] = json.RawMessage(`{"type":"image_url","image_url":{"url":"data:image/png;base64,AA=="}}`)
+			case `{"type":"video"}`:
+				kinds = append(kinds, kindVideo)
+				parts[j] = json.RawMessage(`{"type":"video_url","video_url":{"url":"data:video/mp4;base64,AA=="}}`)
+			}
+		}
+		list[i] = mustJSON(o.set("content", mustJSON(parts)))
+	}
+	return mustJSON(list), kinds
+}
 
 var chatSeeds = []string{
 	`{"model":"m","messages":[{"role":"user","content":"hi"}]}`,
@@ -18,6 +77,8 @@ var chatSeeds = []string{
 	`{"messages":[]}`,
 	`[1]`,
 	`{"messages":[{"role":"user","content":[{"type":"image_url"}]}]}`,
+	`{"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo=","detail":"low"}},{"type":"text","text":"b"},{"type":"video_url","video_url":{"url":"https://example.com/v.mp4"}}]}]}`,
+	`{"messages":[{"role":"user","content":[{"type":"input_image","image_url":"data:image/jpeg;base64,/9j/"}]},{"role":"assistant","content":[{"type":"image_url","image_url":{"url":"data:,"}}]}]}`,
 }
 
 func FuzzChatRequest(f *testing.F) {
@@ -36,10 +97,7 @@ func FuzzChatRequest(f *testing.F) {
 			t.Fatalf("messages are not JSON: %s", job.req.Messages)
 		}
 		// Normalized messages are a fixed point.
-		again, err := chatMessages(job.req.Messages)
-		if err != nil || !bytes.Equal(again, job.req.Messages) {
-			t.Fatalf("normalizing twice: %v\n%s\n%s", err, job.req.Messages, again)
-		}
+		checkConverted(t, job.req.Messages, job.media)
 		if job.req.MaxTokens < 0 || job.req.TopLogprobs < 0 || job.req.TopLogprobs > maxTopLogprobs {
 			t.Fatalf("accepted limits %+v", job.req)
 		}
@@ -92,6 +150,8 @@ func FuzzMessagesRequest(f *testing.F) {
 		`{"max_tokens":5,"messages":[{"role":"assistant","content":[{"type":"thinking","thinking":"hmm"}]}]}`,
 		`{"messages":[{"role":"user","content":"hi"}]}`,
 		`{"max_tokens":5,"messages":[{"role":"user","content":[{"type":"image"}]}]}`,
+		`{"max_tokens":5,"messages":[{"role":"user","content":[{"type":"text","text":"what?"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}},{"type":"image","source":{"type":"url","url":"https://example.com/a.png"}}]}]}`,
+		`{"max_tokens":5,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"r"},{"type":"image","source":{"type":"file","file_id":"f"}}]}]}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -104,9 +164,7 @@ func FuzzMessagesRequest(f *testing.F) {
 			return
 		}
 		// The converted conversation is a valid OpenAI conversation.
-		if _, err := chatMessages(job.req.Messages); err != nil {
-			t.Fatalf("converted messages are refused: %v\n%s", err, job.req.Messages)
-		}
+		checkConverted(t, job.req.Messages, job.media)
 		if !isNull(job.req.Tools) {
 			if err := validateTools(job.req.Tools); err != nil {
 				t.Fatalf("converted tools are refused: %v\n%s", err, job.req.Tools)
@@ -126,10 +184,7 @@ func checkOllamaJob(t *testing.T, job *ollamaJob) {
 	}
 	if job.req.Messages != nil {
 		// Converted messages are a valid OpenAI conversation, normalized.
-		again, err := chatMessages(job.req.Messages)
-		if err != nil || !bytes.Equal(again, job.req.Messages) {
-			t.Fatalf("converted messages: %v\n%s\n%s", err, job.req.Messages, again)
-		}
+		checkConverted(t, job.req.Messages, job.media)
 	}
 	if !isNull(job.req.Tools) {
 		if err := validateTools(job.req.Tools); err != nil {
@@ -152,6 +207,7 @@ func FuzzOllamaChatRequest(f *testing.F) {
 		`{"messages":[{"role":"system","content":"s"},{"role":"user","content":"q","images":[]},{"role":"assistant","content":"","thinking":"hmm","tool_calls":[{"function":{"index":0,"name":"f","arguments":{"b":1,"a":2}}}]},{"role":"tool","content":"r","tool_name":"f"}],"tools":[{"type":"function","function":{"name":"f"}}],"stream":false,"think":true,"keep_alive":"5m"}`,
 		`{"messages":[{"role":"user","content":"hi"}],"options":{"temperature":0.7,"top_p":0.9,"top_k":40,"min_p":0.05,"seed":-1,"num_predict":-1,"stop":["a","b"],"repeat_penalty":1.1,"num_ctx":4096}}`,
 		`{"messages":[{"role":"user","content":"hi","images":["AAAA"]}]}`,
+		`{"messages":[{"role":"user","content":"","images":["iVBORw0KGgo=","/9j/"]},{"role":"assistant","content":"x","images":["AAAA"]}]}`,
 		`{"messages":[{"role":"user","content":"hi"}],"format":{"type":"object"}}`,
 		`{"messages":[{"role":"user","content":"hi"}],"think":"high","options":{"stop":"x"}}`,
 	} {
@@ -181,6 +237,8 @@ func FuzzOllamaGenerateRequest(f *testing.F) {
 		`{"prompt":"hi","raw":true,"system":"s"}`,
 		`{"prompt":"hi","suffix":"x","template":"{{ .Prompt }}","images":["AAAA"],"context":[1,2]}`,
 		`{"prompt":"hi","format":"json"}`,
+		`{"prompt":"what is this?","system":"s","images":["iVBORw0KGgo="]}`,
+		`{"prompt":"","images":["iVBORw0KGgo="]}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -196,5 +254,60 @@ func FuzzOllamaGenerateRequest(f *testing.F) {
 			t.Fatalf("both a conversation and a raw prompt: %+v", job.req)
 		}
 		checkOllamaJob(t, job)
+	})
+}
+
+// FuzzMediaSource fuzzes the parse of an image's source: a data: URL, or
+// bare base64 (Ollama's images, Anthropic's base64 source). It must never
+// panic, never return more than the limit, refuse with words, and give
+// back exactly the bytes any base64 form of them encodes.
+func FuzzMediaSource(f *testing.F) {
+	for _, s := range []string{
+		"data:image/png;base64,iVBORw0KGgo=",
+		"data:image/jpeg;base64,/9j/4AAQSkZJRg",
+		"DATA:image/png;charset=x;BASE64,AAEC\nAwQF\r\n",
+		"data:image/png,%89PNG",
+		"data:;base64,",
+		"data:image/png;base64",
+		"data:image/png;base64,-_-_",
+		"data:image/png;base64,+/+/====",
+		"data:image/png;base64,A",
+		"iVBORw0KGgo=",
+		"https://example.com/a.png",
+		"",
+	} {
+		f.Add(s, false, int64(64))
+		f.Add(s, true, int64(3))
+	}
+	f.Fuzz(func(t *testing.T, s string, bare bool, max int64) {
+		if max < 0 {
+			max = -max
+		}
+		b, err := decodeSource(s, bare, max)
+		if err != nil {
+			if err.Error() == "" {
+				t.Fatalf("an error without words for %q", s)
+			}
+			return
+		}
+		if int64(len(b)) > max {
+			t.Fatalf("%d bytes from %q, over the limit of %d", len(b), s, max)
+		}
+		if !bare && !strings.HasPrefix(strings.ToLower(s), "data:") {
+			t.Fatalf("%q decoded as a data URL", s)
+		}
+		for _, again := range []struct {
+			s    string
+			bare bool
+		}{
+			{"data:image/png;base64," + base64.StdEncoding.EncodeToString(b), false},
+			{base64.RawURLEncoding.EncodeToString(b), true},
+			{base64.StdEncoding.EncodeToString(b), true},
+		} {
+			got, err := decodeSource(again.s, again.bare, max)
+			if err != nil || !bytes.Equal(got, b) {
+				t.Fatalf("%q: %v, got %x, want %x", again.s, err, got, b)
+			}
+		}
 	})
 }

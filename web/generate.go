@@ -15,6 +15,9 @@ type target struct {
 	keep     *time.Duration // the request's keep_alive; nil = the server's
 	sampling sampling       // applied with the model's defaults once it is known
 	req      engine.Request
+	// media are the request's images and video, read and decoded into
+	// req.Images once the model is known (Server.loadMedia).
+	media []mediaRef
 	// loadTime is how long getting the runner took (serveGeneration sets
 	// it; Ollama reports it).
 	loadTime time.Duration
@@ -31,7 +34,8 @@ type generationJob interface {
 
 // serveGeneration is the prologue every generation route shares: read the
 // body, parse it, get the runner of the model it names (loading it if
-// needed), answer, and release the runner. Each route keeps its parse and
+// needed), read and decode the request's media for it, answer, and
+// release the runner. Each route keeps its parse and
 // its answer.
 func serveGeneration[J generationJob](s *Server, c echo.Context, parse func([]byte) (J, error), answer func(*engine.Runner, J) error) error {
 	body, err := readBody(c)
@@ -53,6 +57,9 @@ func serveGeneration[J generationJob](s *Server, c echo.Context, parse func([]by
 	}
 	defer release()
 	t.loadTime = time.Since(start)
+	if err := s.loadMedia(c.Request().Context(), r.Info(), t); err != nil {
+		return err
+	}
 	return answer(r, job)
 }
 
@@ -67,7 +74,8 @@ func (s *Server) runnerFor(c echo.Context, t *target) (r *engine.Runner, release
 		return nil, nil, err
 	}
 	t.sampling.apply(&t.req, r.Defaults())
-	if info := r.Info(); t.req.Tools != nil && !hasCap(info, "tools") {
+	info := r.Info()
+	if t.req.Tools != nil && !hasCap(info, "tools") {
 		release()
 		return nil, nil, noToolCalls(info.ID)
 	}

@@ -97,35 +97,42 @@ var chatRoles = map[string]bool{"system": true, "developer": true, "user": true,
 // chatMessages validates an OpenAI messages array and rewrites what chat
 // templates cannot take verbatim, as vLLM does:
 //   - content given as an array of text parts becomes one string, the
-//     parts joined with "\n" (other part types are refused: media input is
-//     not supported yet);
+//     parts joined with "\n";
+//   - content with images (image_url or input_image parts) or video
+//     (video_url) stays an array: each text part {"type": "text", "text"}
+//     and each media part {"type": "image"} or {"type": "video"}, which
+//     is what Hugging Face chat templates test for; where the bytes are
+//     is returned in the order the parts appear (audio and files are
+//     refused: not supported yet);
 //   - role "developer" becomes "system";
 //   - an assistant tool call's function.arguments given as a JSON string
 //     (as the OpenAI API sends it) becomes the object it encodes, which is
 //     what templates print with tojson.
-func chatMessages(raw json.RawMessage) (json.RawMessage, error) {
+func chatMessages(raw json.RawMessage) (json.RawMessage, []mediaRef, error) {
 	if isNull(raw) {
-		return nil, badRequest("messages", "messages: required (an array of at least one message)")
+		return nil, nil, badRequest("messages", "messages: required (an array of at least one message)")
 	}
 	var msgs []json.RawMessage
 	if err := json.Unmarshal(raw, &msgs); err != nil {
-		return nil, badRequest("messages", "messages: expected an array of message objects")
+		return nil, nil, badRequest("messages", "messages: expected an array of message objects")
 	}
 	if len(msgs) == 0 {
-		return nil, badRequest("messages", "messages: at least one message is required")
+		return nil, nil, badRequest("messages", "messages: at least one message is required")
 	}
 	out := make([]object, len(msgs))
+	var refs []mediaRef
 	for i, m := range msgs {
-		o, err := chatMessage(i, m)
+		o, err := chatMessage(i, m, &refs)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		out[i] = o
 	}
-	return mustJSON(out), nil
+	return mustJSON(out), refs, nil
 }
 
-func chatMessage(i int, raw json.RawMessage) (object, error) {
+// chatMessage normalizes messages[i], adding its media to refs.
+func chatMessage(i int, raw json.RawMessage, refs *[]mediaRef) (object, error) {
 	at := fmt.Sprintf("messages[%d]", i)
 	o, ok := parseObject(raw)
 	if !ok {
@@ -149,11 +156,11 @@ func chatMessage(i int, raw json.RawMessage) (object, error) {
 		}
 	case content[0] == '"':
 	case content[0] == '[':
-		text, err := joinTextParts(at+".content", content)
+		parts, err := contentParts(at+".content", role, content, refs)
 		if err != nil {
 			return nil, err
 		}
-		o = o.set("content", mustJSON(text))
+		o = o.set("content", parts)
 	default:
 		return nil, badRequest(at+".content", "%s.content: expected a string or an array of content parts", at)
 	}
@@ -167,30 +174,81 @@ func chatMessage(i int, raw json.RawMessage) (object, error) {
 	return o, nil
 }
 
-// joinTextParts flattens [{"type":"text","text":…}, …] into one string.
-func joinTextParts(at string, raw json.RawMessage) (string, error) {
-	var parts []struct {
-		Type string  `json:"type"`
-		Text *string `json:"text"`
-	}
+// contentPart is one part of an OpenAI content array (the fields of every
+// kind read here).
+type contentPart struct {
+	Type     string          `json:"type"`
+	Text     *string         `json:"text"`
+	ImageURL json.RawMessage `json:"image_url"` // {"url", "detail"}, or the URL (input_image)
+	VideoURL json.RawMessage `json:"video_url"` // vLLM's {"url"}
+	FileID   *string         `json:"file_id"`   // input_image of an uploaded file
+}
+
+// contentParts reads a content array: text parts alone become one string
+// (joined with "\n"); with media, the parts stay a list of text parts and
+// placeholders, and the media go to refs.
+func contentParts(at, role string, raw json.RawMessage, refs *[]mediaRef) (json.RawMessage, error) {
+	var parts []contentPart
 	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", badRequest(at, "%s: expected an array of content parts ({\"type\": \"text\", \"text\": …})", at)
+		return nil, badRequest(at, "%s: expected an array of content parts ({\"type\": \"text\", \"text\": …})", at)
 	}
 	texts := make([]string, 0, len(parts))
+	var list []json.RawMessage // set once a media part is seen
 	for j, p := range parts {
+		pat := fmt.Sprintf("%s[%d]", at, j)
 		switch p.Type {
 		case "text", "input_text":
 			if p.Text == nil {
-				return "", badRequest(fmt.Sprintf("%s[%d].text", at, j), "%s[%d].text: required for a text part", at, j)
+				return nil, badRequest(pat+".text", "%s.text: required for a text part", pat)
 			}
-			texts = append(texts, *p.Text)
-		case "image_url", "input_image", "input_audio", "file", "video_url":
-			return "", badRequest(fmt.Sprintf("%s[%d]", at, j), "%s[%d]: %s content is not supported yet (text only)", at, j, p.Type)
+			if list != nil {
+				list = append(list, textPart(*p.Text))
+			} else {
+				texts = append(texts, *p.Text)
+			}
+		case "image_url", "input_image", "video_url":
+			kind, field := kindImage, p.ImageURL
+			fieldAt := pat + ".image_url"
+			if p.Type == "video_url" {
+				kind, field, fieldAt = kindVideo, p.VideoURL, pat+".video_url"
+			}
+			if role != "user" {
+				return nil, badRequest(pat, "%s: %s content is accepted in user messages only (this message's role is %s)", pat, kind, role)
+			}
+			if p.Type == "input_image" && p.FileID != nil && isNull(field) {
+				return nil, badRequest(pat+".file_id", "%s.file_id: uploaded files are not supported (Hearth keeps no files); send image_url as a base64 data URL", pat)
+			}
+			u, src, err := mediaURL(fieldAt, field)
+			if err != nil {
+				return nil, err
+			}
+			ref, err := sourceRef(pat, src, kind, u)
+			if err != nil {
+				return nil, err
+			}
+			*refs = append(*refs, ref)
+			if list == nil {
+				list = make([]json.RawMessage, 0, len(parts))
+				for _, t := range texts {
+					list = append(list, textPart(t))
+				}
+			}
+			list = append(list, kind.placeholder())
+		case "input_audio", "file", "input_file":
+			return nil, badRequest(pat, "%s: %s content is not supported yet (text, images and video only)", pat, p.Type)
 		default:
-			return "", badRequest(fmt.Sprintf("%s[%d].type", at, j), "%s[%d].type: unknown content part type %q", at, j, p.Type)
+			return nil, badRequest(pat+".type", "%s.type: unknown content part type %q", pat, p.Type)
 		}
 	}
-	return strings.Join(texts, "\n"), nil
+	if list == nil {
+		return mustJSON(strings.Join(texts, "\n")), nil
+	}
+	return mustJSON(list), nil
+}
+
+// textPart is {"type": "text", "text": t}.
+func textPart(t string) json.RawMessage {
+	return mustJSON(object{{"type", mustJSON("text")}, {"text", mustJSON(t)}})
 }
 
 // toolCallArgs turns each tool call's string arguments into an object.

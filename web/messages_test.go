@@ -27,7 +27,7 @@ func TestChatMessages(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := chatMessages([]byte(tt.in))
+			got, _, err := chatMessages([]byte(tt.in))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -56,6 +57,7 @@ func (s *Server) catalog() ([]modelEntry, error) {
 	loaded := map[string]bool{}
 	for _, st := range s.pool.Loaded() {
 		loaded[st.Dir] = true
+		s.sawCapabilities(st.Dir, st.Capabilities)
 	}
 	var judge func(registry.Record) fit.Verdict
 	if m, err := fit.System(); err == nil {
@@ -76,7 +78,7 @@ func (s *Server) catalog() ([]modelEntry, error) {
 		}
 		seen[r.Dir] = true
 		e := modelEntry{ID: r.Name(), Object: "model", Created: modTime(r.Dir), OwnedBy: owner(r.ID),
-			ModelType: r.ModelType, Family: r.Family, Tier: r.Tier, Fidelity: r.Fidelity, Capabilities: r.Capabilities,
+			ModelType: r.ModelType, Family: r.Family, Tier: r.Tier, Fidelity: r.Fidelity, Capabilities: s.capabilitiesOf(r.Dir, r.Capabilities),
 			ContextLength: r.ContextTokens, Parameters: r.Params, SizeBytes: r.Bytes, Quantization: r.Quantization,
 			Loaded: loaded[r.Dir], dir: r.Dir, checkpoint: r.Checkpoint}
 		if r.Dir == def.Dir {
@@ -96,12 +98,12 @@ func (s *Server) catalog() ([]modelEntry, error) {
 		}
 		seen[st.Dir] = true
 		out = append(out, modelEntry{ID: st.ID, Object: "model", Created: st.LoadedAt.Unix(), OwnedBy: owner(st.ID),
-			ModelType: st.ModelType, Family: st.Family, Tier: st.Tier, Fidelity: st.Fidelity, Capabilities: st.Capabilities,
+			ModelType: st.ModelType, Family: st.Family, Tier: st.Tier, Fidelity: st.Fidelity, Capabilities: s.capabilitiesOf(st.Dir, nil),
 			ContextLength: st.ContextTokens, Parameters: st.Params, SizeBytes: st.WeightBytes, Quantization: st.Quantization,
 			Default: st.Dir == def.Dir, Loaded: true, dir: st.Dir})
 	}
 	if def.Dir != "" && !seen[def.Dir] {
-		e := modelEntry{ID: def.ID, Object: "model", Created: modTime(def.Dir), OwnedBy: "local", Capabilities: []string{}, Default: true, dir: def.Dir}
+		e := modelEntry{ID: def.ID, Object: "model", Created: modTime(def.Dir), OwnedBy: "local", Capabilities: s.capabilitiesOf(def.Dir, nil), Default: true, dir: def.Dir}
 		if ck, _ := checkpoint.Read(def.Dir); ck != nil && ck.Config != nil {
 			e.ModelType, e.ContextLength, e.Quantization, e.checkpoint = ck.Config.ModelType, ck.Config.MaxPositionEmbeddings, ck.Quantization(), ck
 			if ck.Weights != nil {
@@ -123,6 +125,35 @@ func (s *Server) catalog() ([]modelEntry, error) {
 		}
 	}
 	return out, nil
+}
+
+// sawCapabilities notes what the engine reports a loaded model can do.
+func (s *Server) sawCapabilities(dir string, caps []string) {
+	s.capsMu.Lock()
+	defer s.capsMu.Unlock()
+	if s.caps == nil {
+		s.caps = map[string][]string{}
+	}
+	s.caps[dir] = caps
+}
+
+// capabilitiesOf is what the model in dir can do, sorted: what the engine
+// reported when it was last loaded (its vision only when the tower loaded
+// and its family runs it), else what its files say (listed, the
+// registry's reading: towers present and run by the family).
+func (s *Server) capabilitiesOf(dir string, listed []string) []string {
+	s.capsMu.Lock()
+	caps, ok := s.caps[dir]
+	s.capsMu.Unlock()
+	if !ok {
+		caps = listed
+	}
+	out := slices.Clone(caps)
+	if out == nil {
+		out = []string{}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // alias is one entry of the registry's alias table with the record of the

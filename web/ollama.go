@@ -3,6 +3,7 @@ package web
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"hearth/engine"
 )
@@ -165,7 +166,7 @@ func parseOllamaChat(body []byte) (*ollamaJob, error) {
 	if err := validateTools(in.Tools); err != nil {
 		return nil, err
 	}
-	msgs, err := ollamaMessages(in.Messages)
+	msgs, refs, err := ollamaMessages(in.Messages)
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +174,7 @@ func parseOllamaChat(body []byte) (*ollamaJob, error) {
 		job.load = true
 		return job, nil
 	}
-	job.req.Messages = msgs
+	job.req.Messages, job.media = msgs, refs
 	if !isNullOrEmpty(in.Tools) {
 		job.req.Tools = in.Tools
 	}
@@ -183,32 +184,37 @@ func parseOllamaChat(body []byte) (*ollamaJob, error) {
 // ollamaMessages turns Ollama messages into the OpenAI-shaped conversation
 // the chat template takes (nil for none: a load request). Ollama's
 // tool_calls carry arguments as an object, as templates want them; a tool
-// result's tool_name becomes name; earlier thinking is not replayed.
-func ollamaMessages(raw json.RawMessage) (json.RawMessage, error) {
+// result's tool_name becomes name; earlier thinking is not replayed; a
+// message's images (base64, as Ollama sends them) become {"type":
+// "image"} parts before its text, as Ollama places them, and are returned
+// in order.
+func ollamaMessages(raw json.RawMessage) (json.RawMessage, []mediaRef, error) {
 	if isNull(raw) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	var msgs []json.RawMessage
 	if err := json.Unmarshal(raw, &msgs); err != nil {
-		return nil, badRequest("messages", "messages: expected an array of message objects")
+		return nil, nil, badRequest("messages", "messages: expected an array of message objects")
 	}
 	if len(msgs) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	out := make([]object, len(msgs))
+	var refs []mediaRef
 	for i, m := range msgs {
 		at := fmt.Sprintf("messages[%d]", i)
 		o, ok := parseObject(m)
 		if !ok {
-			return nil, badRequest(at, "%s: expected an object with a role and content", at)
+			return nil, nil, badRequest(at, "%s: expected an object with a role and content", at)
 		}
-		var conv object
+		var (
+			conv   object
+			images json.RawMessage
+		)
 		for _, f := range o {
 			switch f.key {
 			case "images":
-				if !isNullOrEmpty(f.val) {
-					return nil, badRequest(at+".images", "%s.images: image content is not supported yet (text only)", at)
-				}
+				images = f.val
 			case "thinking":
 			case "tool_name":
 				if o.get("name") == nil {
@@ -217,20 +223,66 @@ func ollamaMessages(raw json.RawMessage) (json.RawMessage, error) {
 			case "tool_calls":
 				calls, err := ollamaToolCalls(at+".tool_calls", f.val)
 				if err != nil {
-					return nil, err
+					return nil, nil, err
 				}
 				conv = append(conv, field{"tool_calls", calls})
 			default:
 				conv = append(conv, f)
 			}
 		}
-		norm, err := chatMessage(i, mustJSON(conv))
+		before := len(refs)
+		norm, err := chatMessage(i, mustJSON(conv), &refs)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
+		}
+		if !isNullOrEmpty(images) {
+			imgs, err := ollamaImages(at+".images", images)
+			if err != nil {
+				return nil, nil, err
+			}
+			if role := string(norm.get("role")); role != `"user"` {
+				return nil, nil, badRequest(at+".images", "%s.images: images are accepted in user messages only (this message's role is %s)", at, strings.Trim(role, `"`))
+			}
+			// The images go before the message's own parts, in the
+			// conversation and in refs alike.
+			norm = norm.set("content", withImages(norm.get("content"), len(imgs)))
+			refs = append(refs[:before], append(imgs, refs[before:]...)...)
 		}
 		out[i] = norm
 	}
-	return mustJSON(out), nil
+	return mustJSON(out), refs, nil
+}
+
+// ollamaImages reads an images field: an array of base64 strings.
+func ollamaImages(at string, raw json.RawMessage) ([]mediaRef, error) {
+	var imgs []string
+	if err := json.Unmarshal(raw, &imgs); err != nil {
+		return nil, badRequest(at, "%s: expected an array of base64-encoded images", at)
+	}
+	refs := make([]mediaRef, len(imgs))
+	for j, img := range imgs {
+		iat := fmt.Sprintf("%s[%d]", at, j)
+		refs[j] = mediaRef{at: iat, src: iat, kind: kindImage, data: img, bare: true}
+	}
+	return refs, nil
+}
+
+// withImages puts n image placeholders before a normalized content (a
+// string, or a list of parts).
+func withImages(content json.RawMessage, n int) json.RawMessage {
+	parts := make([]json.RawMessage, 0, n+1)
+	for range n {
+		parts = append(parts, kindImage.placeholder())
+	}
+	var list []json.RawMessage
+	var text string
+	switch {
+	case json.Unmarshal(content, &list) == nil:
+		parts = append(parts, list...)
+	case json.Unmarshal(content, &text) == nil && text != "":
+		parts = append(parts, textPart(text))
+	}
+	return mustJSON(parts)
 }
 
 // ollamaToolCalls gives each call the "type": "function" OpenAI-shaped
@@ -272,15 +324,22 @@ func parseOllamaGenerate(body []byte) (*ollamaJob, error) {
 		return nil, badRequest("template", "template: Ollama's Go templates are not supported; the model's own chat template is used (or send raw: true with a prompt you formatted)")
 	case in.Suffix != "":
 		return nil, badRequest("suffix", "suffix: not supported (no fill-in-the-middle)")
-	case !isNullOrEmpty(in.Images):
-		return nil, badRequest("images", "images: image content is not supported yet (text only)")
 	case !isNullOrEmpty(in.Context):
 		return nil, badRequest("context", "context: not supported (Hearth returns no context); send the conversation to /api/chat instead")
 	case in.Raw && in.System != "":
 		return nil, badRequest("system", "system: not used with raw: true (the prompt is sent as is); put it in the prompt")
 	}
+	var images []mediaRef
+	if !isNullOrEmpty(in.Images) {
+		if in.Raw {
+			return nil, badRequest("images", "images: not used with raw: true (a raw prompt has no place for them); send them without raw, or to /api/chat")
+		}
+		if images, err = ollamaImages("images", in.Images); err != nil {
+			return nil, err
+		}
+	}
 	switch {
-	case in.Prompt == "":
+	case in.Prompt == "" && images == nil:
 		job.load = true
 	case in.Raw:
 		job.req.Prompt = in.Prompt
@@ -289,8 +348,12 @@ func parseOllamaGenerate(body []byte) (*ollamaJob, error) {
 		if in.System != "" {
 			msgs = append(msgs, object{{"role", mustJSON("system")}, {"content", mustJSON(in.System)}})
 		}
-		msgs = append(msgs, object{{"role", mustJSON("user")}, {"content", mustJSON(in.Prompt)}})
-		job.req.Messages = mustJSON(msgs)
+		content := mustJSON(in.Prompt)
+		if images != nil {
+			content = withImages(content, len(images))
+		}
+		msgs = append(msgs, object{{"role", mustJSON("user")}, {"content", content}})
+		job.req.Messages, job.media = mustJSON(msgs), images
 	}
 	return job, nil
 }

@@ -54,11 +54,11 @@ func parseChat(body []byte) (*chatJob, error) {
 	if err != nil {
 		return nil, err
 	}
-	msgs, err := chatMessages(in.Messages)
+	msgs, refs, err := chatMessages(in.Messages)
 	if err != nil {
 		return nil, err
 	}
-	job := &chatJob{target: target{model: in.Model}, stream: in.Stream, includeUsage: in.includeUsage()}
+	job := &chatJob{target: target{model: in.Model, media: refs}, stream: in.Stream, includeUsage: in.includeUsage()}
 	job.sampling = sampling{params: in.samplingParams, maxTemp: 2}
 	job.req = engine.Request{Messages: msgs, MaxTokens: maxTokens, Stop: stops, Sample: opt, TemplateKwargs: in.ChatTemplateKwargs}
 	if in.Logprobs != nil && *in.Logprobs {

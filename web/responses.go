@@ -160,11 +160,11 @@ func parseResponses(body []byte) (*responsesJob, error) {
 	if err != nil {
 		return nil, err
 	}
-	msgs, err := responsesConversation(instructions, in.Input)
+	msgs, refs, err := responsesConversation(instructions, in.Input)
 	if err != nil {
 		return nil, err
 	}
-	job.req.Messages = msgs
+	job.req.Messages, job.media = msgs, refs
 	switch format {
 	case "text":
 	case "json_object":
@@ -247,62 +247,64 @@ var inputRoles = map[string]string{"user": "user", "assistant": "assistant", "sy
 // message (the one just before, or a new one), with their arguments as the
 // object templates print; function_call_output items tool messages, named
 // after their call. Reasoning items are not replayed, as thinking blocks
-// are not on /v1/messages.
-func responsesConversation(instructions *string, raw json.RawMessage) (json.RawMessage, error) {
+// are not on /v1/messages. input_image parts become {"type": "image"}
+// parts, whose sources it returns in order.
+func responsesConversation(instructions *string, raw json.RawMessage) (json.RawMessage, []mediaRef, error) {
 	var out []object
 	if instructions != nil {
 		out = append(out, object{{"role", mustJSON("system")}, {"content", mustJSON(*instructions)}})
 	}
 	if isNull(raw) {
-		return nil, badRequest("input", "input: required (a string or an array of input items)")
+		return nil, nil, badRequest("input", "input: required (a string or an array of input items)")
 	}
 	var text string
 	if err := json.Unmarshal(raw, &text); err == nil {
 		out = append(out, object{{"role", mustJSON("user")}, {"content", mustJSON(text)}})
-		return mustJSON(out), nil
+		return mustJSON(out), nil, nil
 	}
 	var items []json.RawMessage
 	if err := json.Unmarshal(raw, &items); err != nil {
-		return nil, badRequest("input", "input: expected a string or an array of input items")
+		return nil, nil, badRequest("input", "input: expected a string or an array of input items")
 	}
 	if len(items) == 0 {
-		return nil, badRequest("input", "input: at least one item is required")
+		return nil, nil, badRequest("input", "input: at least one item is required")
 	}
 	names := map[string]string{} // call_id → function name
+	var refs []mediaRef
 	for j, rawItem := range items {
 		at := fmt.Sprintf("input[%d]", j)
 		var it inputItem
 		if len(rawItem) == 0 || rawItem[0] != '{' {
-			return nil, badRequest(at, "%s: expected an input item object", at)
+			return nil, nil, badRequest(at, "%s: expected an input item object", at)
 		}
 		if err := json.Unmarshal(rawItem, &it); err != nil {
 			var te *json.UnmarshalTypeError
 			if errors.As(err, &te) && te.Field != "" {
-				return nil, badRequest(at+"."+te.Field, "%s.%s: expected %s, got %s", at, te.Field, goKind(te.Type), jsonKind(te.Value))
+				return nil, nil, badRequest(at+"."+te.Field, "%s.%s: expected %s, got %s", at, te.Field, goKind(te.Type), jsonKind(te.Value))
 			}
-			return nil, badRequest(at, "%s: expected an input item object", at)
+			return nil, nil, badRequest(at, "%s: expected an input item object", at)
 		}
 		switch it.Type {
 		case "", "message":
 			role, ok := inputRoles[it.Role]
 			if !ok {
-				return nil, badRequest(at+".role", "%s.role: expected user, assistant, system or developer, got %q", at, it.Role)
+				return nil, nil, badRequest(at+".role", "%s.role: expected user, assistant, system or developer, got %q", at, it.Role)
 			}
-			content, err := inputContent(at+".content", it.Content)
+			content, err := inputContent(at+".content", role, it.Content, &refs)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			out = append(out, object{{"role", mustJSON(role)}, {"content", mustJSON(content)}})
+			out = append(out, object{{"role", mustJSON(role)}, {"content", content}})
 		case "function_call":
 			if it.CallID == "" {
-				return nil, badRequest(at+".call_id", "%s.call_id: required", at)
+				return nil, nil, badRequest(at+".call_id", "%s.call_id: required", at)
 			}
 			if it.Name == "" {
-				return nil, badRequest(at+".name", "%s.name: required", at)
+				return nil, nil, badRequest(at+".name", "%s.name: required", at)
 			}
 			args, err := callArguments(at+".arguments", it.Arguments)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			names[it.CallID] = it.Name
 			fn := object{{"name", mustJSON(it.Name)}, {"arguments", args}}
@@ -318,32 +320,32 @@ func responsesConversation(instructions *string, raw json.RawMessage) (json.RawM
 			}
 		case "function_call_output":
 			if it.CallID == "" {
-				return nil, badRequest(at+".call_id", "%s.call_id: required", at)
+				return nil, nil, badRequest(at+".call_id", "%s.call_id: required", at)
 			}
 			if isNull(it.Output) {
-				return nil, badRequest(at+".output", "%s.output: required", at)
+				return nil, nil, badRequest(at+".output", "%s.output: required", at)
 			}
-			content, err := inputContent(at+".output", it.Output)
+			content, err := inputContent(at+".output", "tool", it.Output, &refs)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			m := object{{"role", mustJSON("tool")}, {"tool_call_id", mustJSON(it.CallID)}}
 			if name, ok := names[it.CallID]; ok {
 				m = append(m, field{"name", mustJSON(name)})
 			}
-			out = append(out, append(m, field{"content", mustJSON(content)}))
+			out = append(out, append(m, field{"content", content}))
 		case "reasoning":
 			// Earlier reasoning is not replayed to the template.
 		case "item_reference":
-			return nil, badRequest(at+".type", "%s.type: item_reference needs stored responses, which Hearth does not keep; send the item itself", at)
+			return nil, nil, badRequest(at+".type", "%s.type: item_reference needs stored responses, which Hearth does not keep; send the item itself", at)
 		default:
-			return nil, badRequest(at+".type", "%s.type: %q items are not supported (Hearth runs function tools only: message, function_call and function_call_output items)", at, it.Type)
+			return nil, nil, badRequest(at+".type", "%s.type: %q items are not supported (Hearth runs function tools only: message, function_call and function_call_output items)", at, it.Type)
 		}
 	}
 	if len(out) == 0 {
-		return nil, badRequest("input", "input: no message to answer (reasoning items are not replayed)")
+		return nil, nil, badRequest("input", "input: no message to answer (reasoning items are not replayed)")
 	}
-	return mustJSON(out), nil
+	return mustJSON(out), refs, nil
 }
 
 // callArguments reads a function_call item's arguments: JSON text, as the
@@ -372,45 +374,86 @@ func callArguments(at string, raw json.RawMessage) (json.RawMessage, error) {
 	return args, nil
 }
 
-// inputContent reads a message's content (or a function call's output): a
-// string, or an array of text parts (input_text, output_text, refusal)
-// joined with "\n". Image, file and audio parts are refused for now.
-func inputContent(at string, raw json.RawMessage) (string, error) {
+// inputContent reads a message's content (or a function call's output):
+// a string, or an array of text parts (input_text, output_text, refusal)
+// joined with "\n". With input_image parts (in a user message) the parts
+// stay a list: text parts and {"type": "image"}, the images going to
+// refs. File and audio parts are refused for now.
+func inputContent(at, role string, raw json.RawMessage, refs *[]mediaRef) (json.RawMessage, error) {
 	if isNull(raw) {
-		return "", badRequest(at, "%s: required", at)
+		return nil, badRequest(at, "%s: required", at)
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err == nil {
-		return s, nil
+		return mustJSON(s), nil
 	}
 	var parts []struct {
-		Type    string  `json:"type"`
-		Text    *string `json:"text"`
-		Refusal *string `json:"refusal"`
+		Type     string          `json:"type"`
+		Text     *string         `json:"text"`
+		Refusal  *string         `json:"refusal"`
+		ImageURL json.RawMessage `json:"image_url"`
+		FileID   *string         `json:"file_id"`
 	}
 	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", badRequest(at, "%s: expected a string or an array of content parts ({\"type\": \"input_text\", \"text\": …})", at)
+		return nil, badRequest(at, "%s: expected a string or an array of content parts ({\"type\": \"input_text\", \"text\": …})", at)
 	}
 	texts := make([]string, 0, len(parts))
+	var list []json.RawMessage // set once an image is seen
+	add := func(t string) {
+		if list != nil {
+			list = append(list, textPart(t))
+		} else {
+			texts = append(texts, t)
+		}
+	}
 	for j, p := range parts {
 		pat := fmt.Sprintf("%s[%d]", at, j)
 		switch p.Type {
 		case "input_text", "output_text", "text":
 			if p.Text == nil {
-				return "", badRequest(pat+".text", "%s.text: required for a text part", pat)
+				return nil, badRequest(pat+".text", "%s.text: required for a text part", pat)
 			}
-			texts = append(texts, *p.Text)
+			add(*p.Text)
 		case "refusal":
 			if p.Refusal != nil {
-				texts = append(texts, *p.Refusal)
+				add(*p.Refusal)
 			}
-		case "input_image", "input_file", "input_audio":
-			return "", badRequest(pat, "%s: %s content is not supported yet (text only)", pat, p.Type)
+		case "input_image":
+			if role != "user" {
+				return nil, badRequest(pat, "%s: input_image content is accepted in user messages only", pat)
+			}
+			if isNull(p.ImageURL) {
+				if p.FileID != nil {
+					return nil, badRequest(pat+".file_id", "%s.file_id: uploaded files are not supported (Hearth keeps no files); send image_url as a base64 data URL", pat)
+				}
+				return nil, badRequest(pat+".image_url", "%s.image_url: required (a base64 data URL such as data:image/png;base64,…)", pat)
+			}
+			u, src, err := mediaURL(pat+".image_url", p.ImageURL)
+			if err != nil {
+				return nil, err
+			}
+			ref, err := sourceRef(pat, src, kindImage, u)
+			if err != nil {
+				return nil, err
+			}
+			*refs = append(*refs, ref)
+			if list == nil {
+				list = make([]json.RawMessage, 0, len(parts))
+				for _, t := range texts {
+					list = append(list, textPart(t))
+				}
+			}
+			list = append(list, kindImage.placeholder())
+		case "input_file", "input_audio":
+			return nil, badRequest(pat, "%s: %s content is not supported yet (text and images only)", pat, p.Type)
 		default:
-			return "", badRequest(pat+".type", "%s.type: unknown content part type %q", pat, p.Type)
+			return nil, badRequest(pat+".type", "%s.type: unknown content part type %q", pat, p.Type)
 		}
 	}
-	return strings.Join(texts, "\n"), nil
+	if list == nil {
+		return mustJSON(strings.Join(texts, "\n")), nil
+	}
+	return mustJSON(list), nil
 }
 
 // responsesTools converts Responses function tools ({type, name,

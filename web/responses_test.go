@@ -285,7 +285,7 @@ func TestResponsesConversation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := responsesConversation(tt.instr, json.RawMessage(tt.input))
+			got, _, err := responsesConversation(tt.instr, json.RawMessage(tt.input))
 			if err != nil || string(got) != tt.want {
 				t.Errorf("responsesConversation(%s) = %s, %v\nwant %s", tt.input, got, err, tt.want)
 			}
@@ -388,6 +388,8 @@ func FuzzResponsesRequest(f *testing.F) {
 		`{"input":"hi","store":true,"previous_response_id":"r"}`,
 		`{"input":[]}`,
 		`{"input":[1]}`,
+		`{"input":[{"role":"user","content":[{"type":"input_text","text":"what?"},{"type":"input_image","image_url":"data:image/png;base64,iVBORw0KGgo=","detail":"auto"}]}]}`,
+		`{"input":[{"role":"user","content":[{"type":"input_image","file_id":"file-1"}]}]}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -399,9 +401,7 @@ func FuzzResponsesRequest(f *testing.F) {
 			}
 			return
 		}
-		if _, err := chatMessages(job.req.Messages); err != nil {
-			t.Fatalf("the conversation %s is not one the chat route takes: %v", job.req.Messages, err)
-		}
+		checkConverted(t, job.req.Messages, job.media)
 		if err := validateTools(job.req.Tools); err != nil {
 			t.Fatalf("the tools %s are not ones the chat route takes: %v", job.req.Tools, err)
 		}

@@ -25,8 +25,9 @@ import (
 )
 
 // DefaultMaxBodyBytes bounds a request body: room for a long conversation
-// and, later, base64 media (a few images or a short clip).
-const DefaultMaxBodyBytes = 32 << 20
+// and its media as base64 (DefaultMediaRequestBytes of it, 53 MiB so
+// encoded; one 20 MiB picture is 27 MiB).
+const DefaultMaxBodyBytes = 64 << 20
 
 // DefaultBodyTimeout bounds how long a client may take to send a request
 // body, so one trickling it a byte at a time cannot hold its connection.
@@ -58,6 +59,9 @@ type Options struct {
 	// host or port ("http://localhost:*"), or "*" for any.
 	Origins      []string
 	MaxBodyBytes int64 // 0 means DefaultMaxBodyBytes
+	// Media bounds the images and video of a request and says whether
+	// their parts may name URLs to fetch (off by default).
+	Media MediaOptions
 	// BodyTimeout bounds the time from a request's headers to the end of
 	// its body (0 means DefaultBodyTimeout); past it the request gets 408
 	// and its connection is closed. It is a read deadline only: a long
@@ -85,6 +89,12 @@ type Server struct {
 	mu     sync.Mutex
 	http   *http.Server
 	closed bool
+
+	fetchOnce sync.Once
+	fetcher   *http.Client // media URL downloads (fetchClient)
+
+	capsMu sync.Mutex
+	caps   map[string][]string // by checkpoint directory: what the engine reported when it was loaded
 }
 
 // errShuttingDown is how a request stopped by Shutdown ends: a 503, or a
@@ -109,6 +119,7 @@ func New(opt Options) *Server {
 	if opt.Drain <= 0 {
 		opt.Drain = DefaultDrain
 	}
+	opt.Media = opt.Media.withDefaults()
 	log := opt.Logger
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -430,6 +430,19 @@ func TestBrowser(t *testing.T) {
 				t.Errorf("server status %d, message shown %v; want the 400's message", chats[0].Status, res["serverMessage"])
 			}
 		}},
+		// Drop, paste, pick: the thumbnail and, chat-tiny being text-only,
+		// the warning at attach time; sent anyway, the server's 400 names
+		// the model and the image's part.
+		{"attach", 0, func(t *testing.T, res map[string]any, chats []chatRecord) {
+			wantChats(t, chats, 1)
+			body := string(chats[0].Body)
+			if chats[0].Status != 400 || strings.Count(body, `"type":"image_url"`) != 1 || !strings.Contains(body, `"url":"data:image/png;base64,`) {
+				t.Errorf("the request: status %d, %d image parts; want one PNG data URL refused with 400", chats[0].Status, strings.Count(body, `"type":"image_url"`))
+			}
+			if res["param"] != "messages[0].content[0]" {
+				t.Errorf("the 400 names %v, want the image part messages[0].content[0]", res["param"])
+			}
+		}},
 		// After "Send anyway" with an image, the refused message is marked
 		// and left out: the later text turns reach the server without it.
 		{"poisoned", 0, func(t *testing.T, res map[string]any, chats []chatRecord) {

@@ -159,6 +159,77 @@ async function media({ page, w, env }) {
   return out;
 }
 
+// loaded waits until an image element shows a decoded picture.
+const loaded = (loc) => loc.evaluate((img) => (img.complete ? Promise.resolve() : new Promise((r) => img.addEventListener('load', r, { once: true }))).then(() => img.naturalWidth));
+
+// attach drops, pastes and picks an image for a text-only model: the
+// thumbnail shows in the composer at once, and so does the warning that
+// the model takes no images (from its capabilities, before anything is
+// sent); removing the image takes the warning back. Sent anyway, the
+// message keeps its thumbnail in the transcript, marked with the server's
+// 400.
+async function attach({ page, w, env }) {
+  await ready(page, env.base);
+  const model = (await page.locator('#model-button .model-id').innerText()).trim();
+  const caps = await page.evaluate(async (id) => {
+    const r = await fetch('v1/models');
+    const m = (await r.json()).data.find((x) => x.id === id);
+    return m && m.capabilities;
+  }, model);
+  assert.ok(Array.isArray(caps) && !caps.includes('vision'), `${model} lists vision: ${caps}`);
+  const notice = page.locator('#notice');
+  const warned = async () => {
+    await notice.waitFor();
+    const text = (await notice.locator('.notice-text').innerText()).trim();
+    assert.ok(text.startsWith(`${model} does not accept images (it lacks the “vision” capability)`), `the warning: ${text}`);
+    assert.equal(await notice.getByRole('button', { name: 'Send anyway' }).count(), 0, 'the warning at attach time offers to send');
+    return text;
+  };
+  // Dropped onto the conversation.
+  await dropFiles(page, [{ path: env.image, type: 'image/png' }]);
+  const chip = page.locator('#attachments .chip-image img');
+  await chip.waitFor();
+  assert.ok((await loaded(chip)) > 0, 'the composer thumbnail shows no picture');
+  const warning = await warned();
+  assert.equal(w.chats.length, 0, 'attaching sent a request');
+  await page.getByRole('button', { name: 'Remove sunset.png' }).click();
+  await notice.waitFor({ state: 'hidden' });
+  assert.equal(await page.locator('#attachments .chip').count(), 0);
+  // Pasted into the message box.
+  const png = fs.readFileSync(env.image).toString('base64');
+  await page.evaluate((b64) => {
+    const bin = atob(b64);
+    const bytes = Uint8Array.from(bin, (c) => c.charCodeAt(0));
+    const dt = new DataTransfer();
+    dt.items.add(new File([bytes], 'pasted.png', { type: 'image/png' }));
+    document.getElementById('composer-input').dispatchEvent(new ClipboardEvent('paste', { clipboardData: dt, bubbles: true, cancelable: true }));
+  }, png);
+  await page.locator('#attachments .chip-image', { hasText: 'pasted.png' }).waitFor();
+  await warned();
+  // Picked with the file button.
+  await page.setInputFiles('#file-input', env.image);
+  await page.waitForFunction(() => document.querySelectorAll('#attachments .chip-image').length === 2);
+  await page.getByRole('button', { name: 'Remove pasted.png' }).click();
+  await page.waitForFunction(() => document.querySelectorAll('#attachments .chip-image').length === 1);
+  await warned();
+  // Sending asks first; sent anyway, the server refuses it by name.
+  const respP = page.waitForResponse((r) => r.url().endsWith('/v1/chat/completions'));
+  await send(page, 'What is in this picture?');
+  await notice.getByRole('button', { name: 'Send anyway' }).click();
+  const resp = await respP;
+  await settled(page);
+  const body = await resp.json();
+  assert.equal(resp.status(), 400);
+  assert.match(body.error.message, new RegExp(`model "${model.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}" takes no images`));
+  const user = page.locator('article.msg-user').last();
+  const thumb = user.locator('figure.att img');
+  assert.equal(await thumb.count(), 1, 'the sent message has no thumbnail');
+  assert.ok((await loaded(thumb)) > 0, 'the transcript thumbnail shows no picture');
+  assert.equal(await user.locator('.msg-rejected').innerText(), `Not sent to the model: ${body.error.message}`);
+  assert.equal(await page.locator('#attachments .chip').count(), 0, 'the composer kept the sent image');
+  return { warning, serverMessage: body.error.message, param: body.error.param };
+}
+
 async function persist({ page, w, env }) {
   await ready(page, env.base);
   await send(page, 'First conversation');
@@ -247,4 +318,4 @@ async function screenshot({ page, env }) {
   return { shot: process.env.SHOT };
 }
 
-export const scenarios = { stream, stop, models, media, persist, edit, screenshot };
+export const scenarios = { stream, stop, models, media, attach, persist, edit, screenshot };

@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import { audioFormat, contentParts, encodeWAV, humanBytes, kindOf, missing, missingMessage } from '../../static/js/attach.js';
 
 const img = { kind: 'image', name: 'a.png', mime: 'image/png', data: 'data:image/png;base64,iVBO' };
+const mp4 = { kind: 'video', name: 'a.mp4', mime: 'video/mp4', data: 'data:video/mp4;base64,AAAA' };
 const wav = { kind: 'audio', name: 'a.wav', mime: 'audio/wav', data: 'data:audio/wav;base64,UklG', format: 'wav' };
 
 test('contentParts', () => {
@@ -13,6 +14,10 @@ test('contentParts', () => {
     { type: 'text', text: 'what?' },
   ]);
   assert.deepEqual(contentParts('', [img]), [{ type: 'image_url', image_url: { url: img.data } }]);
+  assert.deepEqual(contentParts('and this?', [mp4]), [
+    { type: 'video_url', video_url: { url: 'data:video/mp4;base64,AAAA' } },
+    { type: 'text', text: 'and this?' },
+  ]);
 });
 
 test('missing capabilities', () => {
@@ -22,8 +27,11 @@ test('missing capabilities', () => {
     { name: 'all there', model: { id: 'm', capabilities: ['vision', 'audio'] }, atts: [img, wav], want: [] },
     { name: 'unknown capabilities: the server decides', model: { id: 'm' }, atts: [img], want: [] },
     { name: 'no model entry', model: null, atts: [img], want: [] },
+    { name: 'vision model, a video', model: { id: 'm', capabilities: ['vision'] }, atts: [img, mp4], want: ['video'] },
   ];
   for (const c of cases) assert.deepEqual(missing(c.atts, c.model), c.want, c.name);
+  assert.equal(missingMessage(['vision'], 'chat-tiny'), 'chat-tiny does not accept images (it lacks the “vision” capability). Remove the attachment or pick a model with the “vision” badge.');
+  assert.match(missingMessage(['video'], 'gemma'), /^gemma does not accept video \(it lacks the “video” capability\)/);
   assert.equal(
     missingMessage(['audio', 'vision'], 'chat-tiny'),
     'chat-tiny does not accept audio or images (it lacks the “audio” and “vision” capability). Remove the attachment or pick a model with the “audio” and “vision” badge.',
@@ -34,6 +42,9 @@ test('kinds and formats', () => {
   assert.equal(kindOf('image/webp'), 'image');
   assert.equal(kindOf('', 'clip.MP3'), 'audio');
   assert.equal(kindOf('application/pdf', 'x.pdf'), '');
+  assert.equal(kindOf('video/webm', 'a.webm'), 'video');
+  assert.equal(kindOf('', 'clip.MOV'), 'video');
+  assert.equal(kindOf('', 'photo.jpeg'), 'image');
   assert.equal(audioFormat('audio/x-wav'), 'wav');
   assert.equal(audioFormat('audio/mpeg'), 'mp3');
   assert.equal(audioFormat('audio/ogg', 'a.ogg'), '');

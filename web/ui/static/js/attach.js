@@ -1,19 +1,21 @@
 // Attach turns files the user drops, pastes or picks into attachments, and
 // attachments into OpenAI content parts: images as image_url data URLs,
-// audio as input_audio (base64 WAV or MP3; other audio the browser can
-// decode is converted to 16-bit WAV here, since the API takes only those
-// two formats).
+// video as video_url data URLs (vLLM's part), audio as input_audio (base64
+// WAV or MP3; other audio the browser can decode is converted to 16-bit
+// WAV here, since the API takes only those two formats).
 
-/** MAX_BYTES is the largest file accepted (the server bounds bodies too). */
-export const MAX_BYTES = 25 << 20;
+/** MAX_BYTES is the largest file accepted: the server's limit per image or video (20 MiB). */
+export const MAX_BYTES = 20 << 20;
 
-/** kindOf returns 'image', 'audio' or '' for a MIME type and file name. */
+/** kindOf returns 'image', 'video', 'audio' or '' for a MIME type and file name. */
 export function kindOf(mime, name = '') {
   const m = String(mime || '').toLowerCase();
   if (m.startsWith('image/')) return 'image';
+  if (m.startsWith('video/')) return 'video';
   if (m.startsWith('audio/')) return 'audio';
   const ext = String(name).toLowerCase().split('.').pop();
-  if (['png', 'jpg', 'jpeg', 'gif', 'webp', 'bmp'].includes(ext)) return 'image';
+  if (['png', 'jpg', 'jpeg', 'gif', 'webp', 'heic', 'heif'].includes(ext)) return 'image';
+  if (['mp4', 'mov', 'm4v', 'mkv', 'avi'].includes(ext)) return 'video';
   if (['wav', 'mp3', 'ogg', 'oga', 'opus', 'flac', 'm4a', 'aac', 'webm'].includes(ext)) return 'audio';
   return '';
 }
@@ -40,15 +42,19 @@ export function base64Of(dataURL) {
  */
 export function contentParts(text, attachments = []) {
   if (!attachments.length) return text;
-  const parts = attachments.map((a) =>
-    a.kind === 'image'
-      ? { type: 'image_url', image_url: { url: a.data } }
-      : { type: 'input_audio', input_audio: { data: base64Of(a.data), format: a.format } });
+  const parts = attachments.map((a) => {
+    if (a.kind === 'image') return { type: 'image_url', image_url: { url: a.data } };
+    if (a.kind === 'video') return { type: 'video_url', video_url: { url: a.data } };
+    return { type: 'input_audio', input_audio: { data: base64Of(a.data), format: a.format } };
+  });
   if (text) parts.push({ type: 'text', text });
   return parts;
 }
 
-const NEEDS = { image: 'vision', audio: 'audio' };
+const NEEDS = { image: 'vision', video: 'video', audio: 'audio' };
+
+/** WHAT names what a capability lets a model take. */
+const WHAT = { vision: 'images', video: 'video', audio: 'audio' };
 
 /**
  * missing returns the capabilities the attachments need that model lacks.
@@ -63,7 +69,7 @@ export function missing(attachments, model) {
 
 /** missingMessage says, before sending, why the model cannot take the attachments. */
 export function missingMessage(caps, modelID) {
-  const what = caps.map((c) => (c === 'vision' ? 'images' : c)).join(' or ');
+  const what = caps.map((c) => WHAT[c] || c).join(' or ');
   const badge = caps.map((c) => `“${c}”`).join(' and ');
   return `${modelID} does not accept ${what} (it lacks the ${badge} capability). Remove the attachment or pick a model with the ${badge} badge.`;
 }
@@ -135,9 +141,11 @@ async function toWAV(file) {
 export async function fromFile(file) {
   const name = file.name || 'pasted';
   const kind = kindOf(file.type, name);
-  if (!kind) throw new Error(`${name}: only images and audio can be attached`);
-  if (file.size > MAX_BYTES) throw new Error(`${name} is ${humanBytes(file.size)}; the limit is ${humanBytes(MAX_BYTES)}`);
+  if (!kind) throw new Error(`${name}: only images, video and audio can be attached`);
+  if (file.size > MAX_BYTES) throw new Error(`${name} is ${humanBytes(file.size)}; the limit is ${MAX_BYTES >> 20} MiB`);
+  if (file.size === 0) throw new Error(`${name} is empty`);
   if (kind === 'image') return { kind, name, mime: file.type || 'image/png', data: await readAsDataURL(file) };
+  if (kind === 'video') return { kind, name, mime: file.type || 'video/mp4', data: await readAsDataURL(file) };
   let format = audioFormat(file.type, name);
   let blob = file;
   if (!format) {

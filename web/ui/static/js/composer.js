@@ -1,10 +1,20 @@
 // Composer is the message box: Enter sends, Shift+Enter breaks the line,
-// and images or audio arrive by drag and drop anywhere on the page, by
-// paste, or through the file button; they wait as chips (thumbnail or
-// audio player, with a remove button) until the message is sent.
+// and images, video or audio arrive by drag and drop anywhere on the page,
+// by paste, or through the file button; they wait as chips (thumbnail,
+// video still or audio player, with a remove button) until the message is
+// sent.
 
 import { fromFile } from './attach.js';
 import { h } from './render.js';
+
+const LABEL = { image: 'Image', video: 'Video', audio: 'Audio' };
+
+/** preview is an attachment's thumbnail: the picture, a video's first frame, or a player. */
+function preview(a) {
+  if (a.kind === 'image') return h('img', { src: a.data, alt: '' });
+  if (a.kind === 'video') return h('video', { src: a.data, muted: true, preload: 'metadata', 'aria-label': a.name });
+  return h('audio', { controls: true, src: a.data, 'aria-label': a.name });
+}
 
 export class Composer {
   /**
@@ -135,8 +145,7 @@ export class Composer {
           this.on.onChange();
           this.focus();
         });
-        const preview = a.kind === 'image' ? h('img', { src: a.data, alt: '' }) : h('audio', { controls: true, src: a.data, 'aria-label': a.name });
-        return h('div', { class: `chip chip-${a.kind}`, role: 'group', 'aria-label': `${a.kind === 'image' ? 'Image' : 'Audio'} ${a.name}` }, preview, h('span', { class: 'chip-name' }, a.name), remove);
+        return h('div', { class: `chip chip-${a.kind}`, role: 'group', 'aria-label': `${LABEL[a.kind] || 'File'} ${a.name}` }, preview(a), h('span', { class: 'chip-name' }, a.name), remove);
     });
     if (this.pending) chips.push(h('div', { class: 'chip chip-reading', role: 'status' }, 'Reading…'));
     tray.replaceChildren(...chips);

@@ -40,7 +40,7 @@ const view = new View($('messages'), {
 });
 const composer = new Composer(
   { form: $('composer'), input: $('composer-input'), fileInput: $('file-input'), attachButton: $('attach-button'), tray: $('attachments'), overlay: $('drop-overlay') },
-  { onSubmit: () => send(false), onError: (msg) => notice(msg, 'error'), onChange: () => {} },
+  { onSubmit: () => send(false), onError: (msg) => notice(msg, 'error'), onChange: () => attachWarning() },
 );
 const panel = new Panel($('models-panel'), $('models-button'), {
   models: () => (picker.state === 'ready' || picker.state === 'offline' ? picker.models : []),
@@ -82,6 +82,7 @@ function notice(text, kind = 'info', actions = []) {
   const n = $('notice');
   n.className = `notice notice-${kind}`;
   delete n.dataset.offline;
+  delete n.dataset.attach;
   const buttons = actions.map((a) => h('button', { type: 'button', class: a.primary ? 'primary' : '', onclick: a.run }, a.label));
   const close = h('button', { type: 'button', class: 'icon', 'aria-label': 'Dismiss', onclick: clearNotice }, '×');
   n.replaceChildren(h('span', { class: 'notice-text' }, text), ...buttons, close);
@@ -91,6 +92,24 @@ function notice(text, kind = 'info', actions = []) {
 function clearNotice() {
   $('notice').hidden = true;
   $('notice').replaceChildren();
+  delete $('notice').dataset.attach;
+}
+
+// attachWarning says, as soon as something is attached, that the chosen
+// model cannot take it (from the capabilities /v1/models lists), and
+// takes the warning back once the attachment is removed or a model that
+// takes it is chosen. Sending anyway stays possible: the send asks first.
+function attachWarning() {
+  const n = $('notice');
+  const lack = missing(composer.attachments, picker.model());
+  if (!lack.length) {
+    if (n.dataset.attach) clearNotice();
+    return;
+  }
+  const text = missingMessage(lack, app.current.model);
+  if (n.dataset.attach === text && !n.hidden) return;
+  notice(text, 'warn');
+  n.dataset.attach = text;
 }
 
 async function persist(c) {
@@ -239,6 +258,7 @@ function selectModel(id) {
   if (app.current.messages.length) saveSoon(app.current);
   modelStatus();
   statsBar();
+  attachWarning();
   announce(`Model ${id} selected`);
 }
 

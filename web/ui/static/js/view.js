@@ -1,6 +1,6 @@
 // View draws a conversation's messages: Markdown answers with a
-// collapsible thinking section, the user's attachments as thumbnails and
-// audio players, errors verbatim, per-reply stats and the message actions
+// collapsible thinking section, the user's attachments as thumbnails,
+// video and audio players, errors verbatim, per-reply stats and the message actions
 // (copy, edit and resend, regenerate). A message the model could not take
 // is marked, with buttons to remove it or send it again.
 
@@ -13,10 +13,11 @@ function media(attachments) {
   return h(
     'div',
     { class: 'msg-media' },
-    attachments.map((a) =>
-      a.kind === 'image'
-        ? h('figure', { class: 'att' }, h('img', { src: a.data, alt: a.name, loading: 'lazy' }), h('figcaption', null, a.name))
-        : h('figure', { class: 'att att-audio' }, h('audio', { controls: true, src: a.data, 'aria-label': a.name }), h('figcaption', null, a.name))),
+    attachments.map((a) => {
+      if (a.kind === 'image') return h('figure', { class: 'att' }, h('img', { src: a.data, alt: a.name, loading: 'lazy' }), h('figcaption', null, a.name));
+      if (a.kind === 'video') return h('figure', { class: 'att att-video' }, h('video', { controls: true, preload: 'metadata', src: a.data, 'aria-label': a.name }), h('figcaption', null, a.name));
+      return h('figure', { class: 'att att-audio' }, h('audio', { controls: true, src: a.data, 'aria-label': a.name }), h('figcaption', null, a.name));
+    }),
   );
 }
 
