@@ -171,7 +171,10 @@ func TestREPL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opt := runnerFlags{threads: new(int), ctx: new(int)}.options(1)
+	opt, err := runnerFlags{threads: new(int), ctx: new(int)}.options(1)
+	if err != nil {
+		t.Fatal(err)
+	}
 	opt.ID = m.ID
 	r, err := engine.Open(m.Dir, opt)
 	if err != nil {

@@ -84,7 +84,10 @@ func (c *cli) runModel(args []string) error {
 	if err != nil {
 		return err
 	}
-	opt := rf.options(1)
+	opt, err := rf.options(1)
+	if err != nil {
+		return err
+	}
 	opt.ID = m.ID
 	r, err := engine.Open(m.Dir, opt)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"hearth/assets"
 	"hearth/engine"
+	"hearth/engine/draft"
 	"hearth/engine/fit"
 	"hearth/engine/pool"
 	"hearth/web"
@@ -25,6 +26,7 @@ import (
 type runnerFlags struct {
 	threads, ctx *int
 	backend      *string
+	draft        *string
 }
 
 func (c *cli) runnerFlags(fs interface {
@@ -39,15 +41,25 @@ func (c *cli) runnerFlags(fs interface {
 		threads: fs.Int("threads", 0, "CPU threads (0 = all cores)"),
 		ctx:     fs.Int("ctx", 0, "context length in tokens (0 = the smaller of 8192 and the model's)"),
 		backend: fs.String("backend", backend, "auto (a real GPU when there is one, else the CPU), gpu or cpu (env HEARTH_BACKEND)"),
+		draft:   fs.String("draft", "none", "speculative decoding: ngram (drafts from the prompt and answer so far) or none; off by default until benchmarks show a win"),
 	}
 }
 
-func (f runnerFlags) options(queue int) engine.RunnerOptions {
+func (f runnerFlags) options(queue int) (engine.RunnerOptions, error) {
 	opt := engine.RunnerOptions{Options: engine.Options{Threads: *f.threads}, ContextTokens: *f.ctx, QueueLen: queue}
 	if f.backend != nil {
 		opt.Backend = *f.backend
 	}
-	return opt
+	if f.draft != nil {
+		switch *f.draft {
+		case "", "none":
+		case "ngram":
+			opt.Draft = draft.DefaultNGram
+		default:
+			return opt, fmt.Errorf("--draft %q: expected ngram or none", *f.draft)
+		}
+	}
+	return opt, nil
 }
 
 // engineFlags are the flags of the commands that run the engine and its
@@ -152,8 +164,12 @@ func (c *cli) newPool(f *engineFlags) (*pool.Pool, pool.Model, error) {
 			def.Shape = rec.Shape
 		}
 	}
+	ropt, err := f.rf.options(*f.queue)
+	if err != nil {
+		return nil, def, err
+	}
 	return pool.New(pool.Options{
-		Runner: f.rf.options(*f.queue), Default: def, Resolve: c.registryResolve,
+		Runner: ropt, Default: def, Resolve: c.registryResolve,
 		MaxModels: *f.maxModels, KeepAlive: &keep, Memory: fit.System,
 	}), def, nil
 }

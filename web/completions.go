@@ -55,7 +55,7 @@ func parseCompletion(body []byte) (*completionJob, error) {
 	}
 	job := &completionJob{target: target{model: in.Model}, stream: in.Stream, includeUsage: in.includeUsage(), tokenIDs: in.ReturnTokenIDs}
 	job.sampling = sampling{params: in.samplingParams, maxTemp: 2}
-	job.req = engine.Request{MaxTokens: maxTokens, Stop: stops, Sample: opt}
+	job.req = engine.Request{MaxTokens: maxTokens, Stop: stops, Sample: opt, Speculative: in.Speculative}
 	if err := parsePrompt(in.Prompt, &job.req); err != nil {
 		return nil, err
 	}

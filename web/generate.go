@@ -56,6 +56,7 @@ func serveGeneration[J generationJob](s *Server, c echo.Context, parse func([]by
 		return err
 	}
 	defer release()
+	c.Set(modelKey, r.Info().ID)
 	t.loadTime = time.Since(start)
 	if err := s.loadMedia(c.Request().Context(), r.Info(), t); err != nil {
 		return err
@@ -96,9 +97,6 @@ type answer struct {
 	// emit takes each delta: writes a stream frame, or accumulates a
 	// whole answer.
 	emit func(engine.Delta) error
-	// check, if set, vets a finished answer before it is written
-	// (json_object's check).
-	check func(engine.Usage) error
 	// finish writes the end of the answer (the whole answer, or a
 	// stream's closing frames).
 	finish func(engine.Usage) error
@@ -127,8 +125,8 @@ func (s *Server) generate(c echo.Context, g generator, req engine.Request, a ans
 		err = errShuttingDown
 	}
 	s.logGeneration(a.kind, a.model, u, err)
-	if err == nil && a.check != nil {
-		err = a.check(u)
+	if err == nil {
+		s.observeGeneration(a.model, u)
 	}
 	if err != nil {
 		if !a.streaming() {

@@ -98,7 +98,7 @@ func (in *ollamaCommon) job(chat bool) (*ollamaJob, error) {
 	if o.NumPredict != nil && *o.NumPredict > 0 {
 		job.req.MaxTokens = *o.NumPredict
 	}
-	if err := checkFormat(in.Format); err != nil {
+	if job.req.Format, err = ollamaFormat(in.Format); err != nil {
 		return nil, err
 	}
 	if job.req.TemplateKwargs, err = thinkKwargs(in.Think); err != nil {
@@ -115,21 +115,23 @@ func ollamaOption(name string) string {
 	return "options." + name
 }
 
-// checkFormat refuses format "json" and JSON schemas: both promise output
-// constrained while decoding, which the engine cannot do yet.
-func checkFormat(raw json.RawMessage) error {
+// ollamaFormat reads Ollama's format: "json" (any JSON object) or a JSON
+// schema, both constrained while decoding.
+func ollamaFormat(raw json.RawMessage) (*engine.Format, error) {
 	if isNull(raw) || string(raw) == `""` {
-		return nil
+		return nil, nil
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err == nil {
 		if s != "json" {
-			return badRequest("format", "format: expected \"json\" or a JSON schema object, got %q", s)
+			return nil, badRequest("format", "format: expected \"json\" or a JSON schema object, got %q", s)
 		}
-	} else if raw[0] != '{' {
-		return badRequest("format", "format: expected \"json\" or a JSON schema object")
+		return outputFormat("format", true, nil)
 	}
-	return badRequest("format", "format: structured output (\"json\" or a JSON schema) is not supported yet: the engine cannot constrain decoding; ask for JSON in the prompt and check the answer yourself")
+	if raw[0] != '{' {
+		return nil, badRequest("format", "format: expected \"json\" or a JSON schema object")
+	}
+	return outputFormat("format", false, raw)
 }
 
 // thinkKwargs passes think to the chat template as enable_thinking (the

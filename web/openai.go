@@ -26,7 +26,12 @@ type chatRequest struct {
 }
 
 type responseFormat struct {
-	Type string `json:"type"`
+	Type       string `json:"type"`
+	JSONSchema *struct {
+		Name   string          `json:"name"`
+		Schema json.RawMessage `json:"schema"`
+		Strict *bool           `json:"strict"` // the grammar is always strict
+	} `json:"json_schema"`
 }
 
 // chatJob is a validated chat request.
@@ -34,7 +39,6 @@ type chatJob struct {
 	target
 	stream       bool
 	includeUsage bool
-	jsonObject   bool // response_format json_object: validated after generation
 }
 
 // maxTopLogprobs is OpenAI's bound on top_logprobs.
@@ -60,7 +64,7 @@ func parseChat(body []byte) (*chatJob, error) {
 	}
 	job := &chatJob{target: target{model: in.Model, media: refs}, stream: in.Stream, includeUsage: in.includeUsage()}
 	job.sampling = sampling{params: in.samplingParams, maxTemp: 2}
-	job.req = engine.Request{Messages: msgs, MaxTokens: maxTokens, Stop: stops, Sample: opt, TemplateKwargs: in.ChatTemplateKwargs}
+	job.req = engine.Request{Messages: msgs, MaxTokens: maxTokens, Stop: stops, Sample: opt, TemplateKwargs: in.ChatTemplateKwargs, Speculative: in.Speculative}
 	if in.Logprobs != nil && *in.Logprobs {
 		job.req.Logprobs = true
 	}
@@ -91,11 +95,19 @@ func parseChat(body []byte) (*chatJob, error) {
 			if !strings.Contains(strings.ToLower(string(msgs)), "json") {
 				return nil, badRequest("response_format", "response_format: json_object requires the word \"JSON\" in the messages (tell the model to answer in JSON)")
 			}
-			job.jsonObject = true
+			if job.req.Format, err = outputFormat("response_format", true, nil); err != nil {
+				return nil, err
+			}
 		case "json_schema":
-			return nil, badRequest("response_format", "response_format: json_schema is not supported yet (no constrained decoding); use json_object")
+			var schema json.RawMessage
+			if rf.JSONSchema != nil {
+				schema = rf.JSONSchema.Schema
+			}
+			if job.req.Format, err = outputFormat("response_format.json_schema.schema", false, schema); err != nil {
+				return nil, err
+			}
 		default:
-			return nil, badRequest("response_format.type", "response_format.type: unknown type %q (expected text or json_object)", rf.Type)
+			return nil, badRequest("response_format.type", "response_format.type: unknown type %q (expected text, json_object or json_schema)", rf.Type)
 		}
 	}
 	return job, nil
@@ -157,7 +169,6 @@ func (s *Server) answerChat(c echo.Context, g generator, job *chatJob, base chat
 			lps = append(lps, d.Logprobs...)
 			return nil
 		},
-		check: job.checkJSON(&text),
 		finish: func(u engine.Usage) error {
 			msg := chatMessageOut{Role: "assistant", ToolCalls: calls}
 			if text.Len() > 0 || len(calls) == 0 {
@@ -170,14 +181,6 @@ func (s *Server) answerChat(c echo.Context, g generator, job *chatJob, base chat
 			})
 		},
 	})
-}
-
-// checkJSON is the json_object check of the answer text collects, or nil.
-func (job *chatJob) checkJSON(text *strings.Builder) func(engine.Usage) error {
-	if !job.jsonObject {
-		return nil
-	}
-	return func(u engine.Usage) error { return checkJSONObject(text.String(), u.FinishReason) }
 }
 
 // streamChat streams a chat completion as OpenAI does: a first chunk with
@@ -249,26 +252,7 @@ func (s *Server) streamChat(c echo.Context, g generator, job *chatJob, base chat
 		return w.done()
 	}
 	return s.generate(c, g, job.req, answer{
-		kind: "chat stream", model: base.Model, emit: emit, check: job.checkJSON(&text), finish: finish,
+		kind: "chat stream", model: base.Model, emit: emit, finish: finish,
 		started: w.begun, fail: w.openAIError,
 	})
-}
-
-// checkJSONObject is response_format json_object's check, run after
-// generation (no constrained decoding yet): a complete answer must be one
-// JSON object. A truncated answer (finish_reason length) passes, as with
-// OpenAI, whose JSON mode may also cut an object short at max_tokens.
-func checkJSONObject(text, finish string) error {
-	if finish != "stop" {
-		return nil
-	}
-	t := strings.TrimSpace(text)
-	if strings.HasPrefix(t, "{") && json.Valid([]byte(t)) {
-		return nil
-	}
-	if r := []rune(t); len(r) > 200 {
-		t = string(r[:200]) + "…"
-	}
-	return &apiError{status: http.StatusUnprocessableEntity, param: "response_format", code: "invalid_json_output",
-		msg: "the model's answer is not a JSON object (response_format json_object is checked after generation; constrained decoding is not built yet): " + t}
 }

@@ -18,10 +18,22 @@ type usageBody struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
 	TotalTokens      int `json:"total_tokens"`
+	// Speculative is Hearth's extension: the drafted tokens and the ones
+	// the model kept, when speculative decoding ran.
+	Speculative *speculativeUsage `json:"speculative,omitempty"`
+}
+
+type speculativeUsage struct {
+	Drafted  int `json:"drafted_tokens"`
+	Accepted int `json:"accepted_tokens"`
 }
 
 func usageOf(u engine.Usage) *usageBody {
-	return &usageBody{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.PromptTokens + u.CompletionTokens}
+	b := &usageBody{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.PromptTokens + u.CompletionTokens}
+	if u.Drafted > 0 {
+		b.Speculative = &speculativeUsage{Drafted: u.Drafted, Accepted: u.Accepted}
+	}
+	return b
 }
 
 type chatResponse struct {

@@ -151,6 +151,9 @@ type openAIParams struct {
 	Stop      json.RawMessage `json:"stop"`
 	N         *int            `json:"n"`
 	LogitBias json.RawMessage `json:"logit_bias"`
+	// Speculative is Hearth's extension: turn speculative decoding on or
+	// off for this request (where the server drafts: hearth serve --draft).
+	Speculative *bool `json:"speculative"`
 }
 
 type streamOptions struct {

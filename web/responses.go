@@ -52,7 +52,10 @@ type responsesRequest struct {
 
 type responsesText struct {
 	Format *struct {
-		Type string `json:"type"`
+		Type   string          `json:"type"`
+		Name   string          `json:"name"`   // json_schema's
+		Schema json.RawMessage `json:"schema"` // json_schema's
+		Strict *bool           `json:"strict"` // the grammar is always strict
 	} `json:"format"`
 	Verbosity *string `json:"verbosity"` // a hint to OpenAI's models; ignored
 }
@@ -65,10 +68,9 @@ type responsesReasoning struct {
 // responsesJob is a validated Responses request.
 type responsesJob struct {
 	target
-	stream     bool
-	jsonObject bool // text.format json_object: checked after generation
-	maxCalls   int  // parallel_tool_calls false: 1; 0 = no limit
-	echo       responseObject
+	stream   bool
+	maxCalls int // parallel_tool_calls false: 1; 0 = no limit
+	echo     responseObject
 }
 
 // includeValues are the include values the API knows. Hearth produces
@@ -171,11 +173,15 @@ func parseResponses(body []byte) (*responsesJob, error) {
 		if !strings.Contains(strings.ToLower(string(msgs)), "json") {
 			return nil, badRequest("text.format", "text.format: json_object requires the word \"JSON\" in the input or instructions (tell the model to answer in JSON)")
 		}
-		job.jsonObject = true
+		if job.req.Format, err = outputFormat("text.format", true, nil); err != nil {
+			return nil, err
+		}
 	case "json_schema":
-		return nil, badRequest("text.format", "text.format: json_schema is not supported yet (no constrained decoding); use json_object")
+		if job.req.Format, err = outputFormat("text.format.schema", false, in.Text.Format.Schema); err != nil {
+			return nil, err
+		}
 	default:
-		return nil, badRequest("text.format.type", "text.format.type: unknown type %q (expected text or json_object)", format)
+		return nil, badRequest("text.format.type", "text.format.type: unknown type %q (expected text, json_object or json_schema)", format)
 	}
 	tools, err := responsesTools(in.Tools)
 	if err != nil {
@@ -757,8 +763,7 @@ func (s *Server) answerResponses(c echo.Context, g generator, job *responsesJob,
 	out := &responseOutput{maxCalls: job.maxCalls, logprobs: job.req.Logprobs}
 	return s.generate(c, g, job.req, answer{
 		kind: "responses", model: resp.Model,
-		emit:  out.add,
-		check: job.checkJSON(out),
+		emit: out.add,
 		finish: func(u engine.Usage) error {
 			status, incomplete := statusOf(u)
 			out.finish(status)
@@ -768,21 +773,4 @@ func (s *Server) answerResponses(c echo.Context, g generator, job *responsesJob,
 			return c.JSON(http.StatusOK, resp)
 		},
 	})
-}
-
-// checkJSON is text.format json_object's check of the answer's text, or
-// nil (the chat route's check, naming this API's field).
-func (job *responsesJob) checkJSON(out *responseOutput) func(engine.Usage) error {
-	if !job.jsonObject {
-		return nil
-	}
-	return func(u engine.Usage) error {
-		err := checkJSONObject(out.allText(), u.FinishReason)
-		var ae *apiError
-		if errors.As(err, &ae) {
-			ae.param = "text.format"
-			ae.msg = strings.Replace(ae.msg, "response_format json_object", "text.format json_object", 1)
-		}
-		return err
-	}
 }

@@ -197,7 +197,7 @@ func (s *Server) streamResponses(c echo.Context, g generator, job *responsesJob,
 		return rs.whole("response.failed")
 	}
 	return s.generate(c, g, job.req, answer{
-		kind: "responses stream", model: resp.Model, emit: emit, check: job.checkJSON(out), finish: finish,
+		kind: "responses stream", model: resp.Model, emit: emit, finish: finish,
 		started: rs.w.begun, fail: fail,
 	})
 }

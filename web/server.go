@@ -21,6 +21,7 @@ import (
 	"hearth/engine"
 	"hearth/engine/pool"
 	"hearth/engine/registry"
+	"hearth/web/metrics"
 	"hearth/web/ui"
 )
 
@@ -95,6 +96,8 @@ type Server struct {
 
 	capsMu sync.Mutex
 	caps   map[string][]string // by checkpoint directory: what the engine reported when it was loaded
+
+	metrics *metrics.Metrics // GET /metrics
 }
 
 // errShuttingDown is how a request stopped by Shutdown ends: a 503, or a
@@ -125,7 +128,7 @@ func New(opt Options) *Server {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	halt, haltWith := context.WithCancelCause(context.Background())
-	return &Server{opt: opt, log: log, pool: opt.Pool, halt: halt, haltWith: haltWith}
+	return &Server{opt: opt, log: log, pool: opt.Pool, halt: halt, haltWith: haltWith, metrics: metrics.New(poolLive{opt.Pool})}
 }
 
 // Serve accepts connections on ln until Shutdown. The host check applies
@@ -202,9 +205,10 @@ func (s *Server) handler(addr net.Addr) http.Handler {
 		s.handleError(err, c)
 	}
 	e.Pre(s.guard(newOriginPolicy(addr, s.opt.Origins)))
-	e.Use(s.stopOnHalt, s.limitBody)
+	e.Use(s.observe, s.stopOnHalt, s.limitBody)
 
 	e.GET("/health", s.health)
+	e.GET("/metrics", s.metricsHandler)
 	e.GET("/api/version", s.version)
 	e.GET("/api/ps", s.ps)
 	e.GET("/api/tags", s.tags)

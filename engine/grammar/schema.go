@@ -45,7 +45,9 @@ func JSONObject() *Grammar {
 	root := b.newRule()
 	// A value that starts with '{' is an object: the any-value rule,
 	// entered through its object branch.
-	b.define(root, b.seq(b.ws(), b.objectOnly(l), b.ws()))
+	// No whitespace around the value: the answer starts at its first
+	// character and ends at its last (then only the end can come).
+	b.define(root, b.objectOnly(l))
 	g, err := b.finish(root)
 	if err != nil {
 		panic(err) // a fixed grammar: cannot fail
@@ -80,7 +82,7 @@ func Schema(raw []byte) (*Grammar, error) {
 	if c.err != nil {
 		return nil, c.err
 	}
-	c.b.define(top, c.b.seq(c.b.ws(), body, c.b.ws()))
+	c.b.define(top, body)
 	g, err := c.b.finish(top)
 	if errors.Is(err, errBudget) {
 		return nil, &SchemaError{"#", "schema", err.Error() + fmt.Sprintf(" (more than %d states)", maxStates)}

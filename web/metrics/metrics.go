@@ -48,7 +48,7 @@ func New(live Live) *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry()}
 	model := []string{"model"}
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "hearth_requests_total", Help: "Generation requests answered, by model, route and HTTP status.",
+		Name: "hearth_requests_total", Help: "API requests answered, by model, route and HTTP status.",
 	}, []string{"model", "route", "code"})
 	m.promptTokens = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "hearth_prompt_tokens_total", Help: "Prompt tokens read.",
@@ -90,12 +90,14 @@ type Usage struct {
 	Drafted, Accepted              int
 }
 
-// Observe records a finished (or failed: code ≥ 400, zero usage) request.
-func (m *Metrics) Observe(model, route string, code int, u Usage) {
+// Request counts one answered API request by model ("" when none was
+// named or found), route and HTTP status.
+func (m *Metrics) Request(model, route string, code int) {
 	m.requests.WithLabelValues(model, route, strconv.Itoa(code)).Inc()
-	if code >= 400 {
-		return
-	}
+}
+
+// Generation records what a finished generation cost.
+func (m *Metrics) Generation(model string, u Usage) {
 	m.promptTokens.WithLabelValues(model).Add(float64(u.PromptTokens))
 	m.completionTokens.WithLabelValues(model).Add(float64(u.CompletionTokens))
 	if u.CompletionTokens > 0 {

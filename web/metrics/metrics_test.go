@@ -15,9 +15,10 @@ func (f fakeLive) LiveStats() []ModelStats { return f }
 
 func TestScrape(t *testing.T) {
 	m := New(fakeLive{{Model: "hearth/starter", Queued: 2, Running: 1, BatchSize: 1, KVBytes: 4096, PromptLookups: 5, PromptHits: 3, PromptHitToken: 900}})
-	m.Observe("hearth/starter", "/v1/chat/completions", 200, Usage{PromptTokens: 30, CompletionTokens: 11,
+	m.Request("hearth/starter", "/v1/chat/completions", 200)
+	m.Generation("hearth/starter", Usage{PromptTokens: 30, CompletionTokens: 11,
 		TimeToFirstToken: 120 * time.Millisecond, Decode: 500 * time.Millisecond, Drafted: 8, Accepted: 5})
-	m.Observe("hearth/starter", "/v1/chat/completions", 400, Usage{})
+	m.Request("hearth/starter", "/v1/chat/completions", 400)
 	srv := httptest.NewServer(m.Handler())
 	defer srv.Close()
 	resp, err := http.Get(srv.URL)
