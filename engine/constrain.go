@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"hearth/engine/grammar"
+	"hearth/engine/toolcall"
 )
 
 // Format constrains a request's output to a language: any JSON object
@@ -19,6 +20,82 @@ import (
 type Format struct {
 	JSONObject bool
 	Schema     json.RawMessage
+
+	prefix, suffix string // literal text around the value (a forced tool call's frame)
+}
+
+// ForceTool makes the answer a call of one of the request's tools (Name
+// empty: any of them; OpenAI's tool_choice "required", Anthropic's "any")
+// or of the one named, written in the model's own tool-call syntax with
+// arguments that follow the tool's parameter schema.
+type ForceTool struct {
+	Name string
+}
+
+// toolCallFormat is the Format that forces a call: a schema over
+// {"name", arguments} for each tool allowed, framed as the model's chat
+// template writes calls.
+func (r *Runner) toolCallFormat(f *ForceTool, tools json.RawMessage) (*Format, error) {
+	prefix, suffix, argsKey, ok := toolcall.Frame(r.tools)
+	if !ok {
+		return nil, &RequestError{fmt.Errorf("model %q writes tool calls in a syntax (%q) Hearth cannot force yet; use tool_choice auto", r.id, r.tools)}
+	}
+	var list []struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name       string          `json:"name"`
+			Parameters json.RawMessage `json:"parameters"`
+		} `json:"function"`
+	}
+	if err := json.Unmarshal(tools, &list); err != nil {
+		return nil, &RequestError{fmt.Errorf("tools: %w", err)}
+	}
+	var alts []any
+	for _, t := range list {
+		if f.Name != "" && t.Function.Name != f.Name {
+			continue
+		}
+		params := json.RawMessage(`{"type": "object"}`)
+		if len(t.Function.Parameters) > 0 && string(t.Function.Parameters) != "null" {
+			params = t.Function.Parameters
+		}
+		alts = append(alts, map[string]any{
+			"type":       "object",
+			"properties": orderedJSON{{"name", map[string]any{"const": t.Function.Name}}, {argsKey, params}},
+			"required":   []string{"name", argsKey},
+		})
+	}
+	if len(alts) == 0 {
+		return nil, &RequestError{fmt.Errorf("tool_choice names %q, which is not among the tools", f.Name)}
+	}
+	schema, err := json.Marshal(map[string]any{"anyOf": alts})
+	if err != nil {
+		return nil, err
+	}
+	return &Format{Schema: schema, prefix: prefix, suffix: suffix}, nil
+}
+
+// orderedJSON marshals as an object with its keys in order (the grammar
+// writes properties in the order the schema lists them: name first).
+type orderedJSON []struct {
+	k string
+	v any
+}
+
+func (o orderedJSON) MarshalJSON() ([]byte, error) {
+	b := []byte{'{'}
+	for i, kv := range o {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		k, _ := json.Marshal(kv.k)
+		v, err := json.Marshal(kv.v)
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(append(b, k...), ':'), v...)
+	}
+	return append(b, '}'), nil
 }
 
 // formats is a runner's compiled grammars (a few schemas, LRU: an agent
@@ -52,7 +129,7 @@ func (r *Runner) grammar(f *Format) (*grammar.Grammar, *grammar.Vocab, error) {
 	}
 	key := "object"
 	if !f.JSONObject {
-		key = "schema:" + string(f.Schema)
+		key = "schema:" + f.prefix + "\x00" + f.suffix + "\x00" + string(f.Schema)
 	}
 	if e, ok := fs.byText[key]; ok {
 		fs.lru.MoveToFront(e)
@@ -63,7 +140,7 @@ func (r *Runner) grammar(f *Format) (*grammar.Grammar, *grammar.Vocab, error) {
 		g = grammar.JSONObject()
 	} else {
 		var err error
-		if g, err = grammar.Schema(f.Schema); err != nil {
+		if g, err = grammar.SchemaFramed(f.Schema, f.prefix, f.suffix); err != nil {
 			var se *grammar.SchemaError
 			if errors.As(err, &se) {
 				return nil, nil, &RequestError{err}

@@ -3,11 +3,13 @@ package engine_test
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 
 	"hearth/engine"
 	"hearth/engine/grammar"
 	"hearth/engine/sample"
+	"hearth/internal/testmodels"
 )
 
 // TestFormatJSON: with an output format, every answer parses and has the
@@ -54,3 +56,58 @@ func TestFormatRefusesSchema(t *testing.T) {
 }
 
 func seed(s uint64) *uint64 { return &s }
+
+// hermesTemplate is ChatML with Hermes tool calls (what Qwen's templates
+// write), enough for the runner to parse <tool_call> blocks.
+const hermesTemplate = `{% for m in messages %}<|im_start|>{{ m.role }}
+{{ m.content }}<|im_end|>
+{% endfor %}{% if tools %}<tool_call>{% endif %}<|im_start|>assistant
+`
+
+// TestForceTool: with a tool call forced, the tiny model's answer is one
+// call of an offered tool whose arguments follow its schema, parsed by the
+// runner into a tool call.
+func TestForceTool(t *testing.T) {
+	dir := testmodels.WithTemplate(t, "chat-tiny", hermesTemplate)
+	r, err := engine.Open(dir, engine.RunnerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	tools := json.RawMessage(`[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string","maxLength":8},"days":{"type":"integer","minimum":1,"maximum":7}},"required":["city","days"]}}},
+		{"type":"function","function":{"name":"now","parameters":{"type":"object","properties":{},"additionalProperties":false}}}]`)
+	for _, tc := range []struct {
+		force *engine.ForceTool
+		names []string
+	}{{&engine.ForceTool{}, []string{"get_weather", "now"}}, {&engine.ForceTool{Name: "get_weather"}, []string{"get_weather"}}} {
+		for _, opt := range []sample.Options{{Temperature: 0}, {Temperature: 1, Seed: seed(5)}} {
+			_, u, deltas := collect(t, r, engine.Request{Messages: hello, Tools: tools, ForceTool: tc.force, MaxTokens: 200, Sample: opt})
+			var calls []string
+			for _, d := range deltas {
+				for _, c := range d.ToolCalls {
+					calls = append(calls, c.Name)
+					var args map[string]any
+					if err := json.Unmarshal([]byte(c.Arguments), &args); err != nil {
+						t.Errorf("arguments %q: %v", c.Arguments, err)
+					}
+					if c.Name == "get_weather" {
+						if city, ok := args["city"].(string); !ok || len([]rune(city)) > 8 {
+							t.Errorf("city %v", args["city"])
+						}
+						if d, ok := args["days"].(float64); !ok || d < 1 || d > 7 {
+							t.Errorf("days %v", args["days"])
+						}
+					}
+				}
+			}
+			if len(calls) != 1 || !slices.Contains(tc.names, calls[0]) || u.FinishReason != "tool_calls" {
+				t.Errorf("force %+v: calls %v, finish %s", tc.force, calls, u.FinishReason)
+			}
+		}
+	}
+	_, err = r.Generate(t.Context(), engine.Request{Messages: hello, Tools: tools, ForceTool: &engine.ForceTool{Name: "nope"}}, func(engine.Delta) error { return nil })
+	var re *engine.RequestError
+	if !errors.As(err, &re) {
+		t.Errorf("an unknown forced tool: %v", err)
+	}
+}

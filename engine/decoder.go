@@ -29,9 +29,16 @@ type decoder interface {
 // one, masking what the format refuses.
 func (r *Runner) newDecoder(ctx context.Context, seq *Sequence, req *Request, prompt []int32) (decoder, error) {
 	var mask *masker
-	if req.Format != nil {
+	format := req.Format
+	if req.ForceTool != nil {
 		var err error
-		if mask, err = r.newMasker(req.Format); err != nil {
+		if format, err = r.toolCallFormat(req.ForceTool, req.Tools); err != nil {
+			return nil, err
+		}
+	}
+	if format != nil {
+		var err error
+		if mask, err = r.newMasker(format); err != nil {
 			return nil, err
 		}
 	}

@@ -27,6 +27,8 @@ type Request struct {
 
 	// Format, when set, constrains the output (constrain.go).
 	Format *Format
+	// ForceTool, when set (with Tools), makes the answer a tool call.
+	ForceTool *ForceTool
 	// Speculative turns speculative decoding on or off for this request
 	// where the runner drafts (nil: the runner's choice).
 	Speculative *bool

@@ -14,8 +14,8 @@ import (
 // decoding produced, and beyond them whatever extra holds): runs that the
 // target accepts whole, across stop strings, EOS and max_tokens.
 type script struct {
-	prompt int
-	ids    []int32
+	prompt  int
+	ids     []int32
 	onDraft func()
 }
 

@@ -75,7 +75,35 @@ func parseMessages(body []byte) (*messagesJob, error) {
 	job := &messagesJob{target: target{model: in.Model, media: refs}, stream: in.Stream}
 	job.sampling = sampling{params: p, maxTemp: 1}
 	job.req = engine.Request{Messages: msgs, Tools: tools, MaxTokens: *in.MaxTokens, Stop: stops, Sample: opt}
+	if job.req.ForceTool, err = in.forceTool(); err != nil {
+		return nil, err
+	}
+	if err := checkForced(job.req.ForceTool, tools); err != nil {
+		return nil, err
+	}
 	return job, nil
+}
+
+// forceTool reads tool_choice "any" (a call of some tool) and "tool" (of
+// the one named), which force a call; prompt has checked the type.
+func (in *messagesRequest) forceTool() (*engine.ForceTool, error) {
+	var tc struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+	}
+	if isNull(in.ToolChoice) || json.Unmarshal(in.ToolChoice, &tc) != nil {
+		return nil, nil
+	}
+	switch tc.Type {
+	case "any":
+		return &engine.ForceTool{}, nil
+	case "tool":
+		if tc.Name == "" {
+			return nil, badRequest("tool_choice.name", "tool_choice.name: a tool choice of type tool names the tool")
+		}
+		return &engine.ForceTool{Name: tc.Name}, nil
+	}
+	return nil, nil
 }
 
 // prompt is what the chat template renders of a Messages request (or a
@@ -98,8 +126,7 @@ func (in *messagesRequest) prompt() (msgs, tools json.RawMessage, refs []mediaRe
 		case "auto":
 		case "none":
 			useTools = false
-		case "any", "tool":
-			return nil, nil, nil, badRequest("tool_choice", "tool_choice: %q is not supported yet (no constrained decoding); use \"auto\"", tc.Type)
+		case "any", "tool": // forced: see forceTool
 		default:
 			return nil, nil, nil, badRequest("tool_choice.type", "tool_choice.type: unknown value %q", tc.Type)
 		}

@@ -6,6 +6,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"hearth/engine/pool"
+	"hearth/internal/testmodels"
 )
 
 // schemaBody is a small schema every route's answer must fit.
@@ -97,5 +100,52 @@ func TestMetricsEndpoint(t *testing.T) {
 		if !strings.Contains(text, want) {
 			t.Errorf("no %s in /metrics:\n%s", want, text)
 		}
+	}
+}
+
+// TestForcedToolCall: tool_choice "required" (OpenAI) and {"type":
+// "tool"} (Anthropic) make the answer a call whose arguments follow the
+// tool's schema, from a model with a Hermes tool-call template.
+func TestForcedToolCall(t *testing.T) {
+	tmpl := "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}{% if tools %}<tool_call>{% endif %}<|im_start|>assistant\n"
+	ts := startServer(t, func(c *serverConfig) {
+		c.model = pool.Model{ID: "chat-hermes", Dir: testmodels.WithTemplate(t, "chat-tiny", tmpl)}
+	})
+	tool := `{"type":"function","function":{"name":"add","parameters":{"type":"object","properties":{"a":{"type":"integer","minimum":0,"maximum":9},"b":{"type":"integer","minimum":0,"maximum":9}},"required":["a","b"],"additionalProperties":false}}}`
+	var out struct {
+		Choices []struct {
+			Message struct {
+				ToolCalls []struct {
+					Function struct {
+						Name      string `json:"name"`
+						Arguments string `json:"arguments"`
+					} `json:"function"`
+				} `json:"tool_calls"`
+			} `json:"message"`
+			FinishReason string `json:"finish_reason"`
+		} `json:"choices"`
+	}
+	for _, choice := range []string{`"required"`, `{"type":"function","function":{"name":"add"}}`} {
+		ts.postOK(t, "/v1/chat/completions", `{"messages":[{"role":"user","content":"2+3?"}],"max_tokens":200,"tools":[`+tool+`],"tool_choice":`+choice+`}`, &out)
+		c := out.Choices[0]
+		if len(c.Message.ToolCalls) != 1 || c.Message.ToolCalls[0].Function.Name != "add" || c.FinishReason != "tool_calls" {
+			t.Fatalf("tool_choice %s: %+v", choice, c)
+		}
+		var args struct{ A, B *int }
+		if err := json.Unmarshal([]byte(c.Message.ToolCalls[0].Function.Arguments), &args); err != nil || args.A == nil || args.B == nil || *args.A > 9 {
+			t.Errorf("arguments %q: %v", c.Message.ToolCalls[0].Function.Arguments, err)
+		}
+	}
+	var msg struct {
+		Content []struct {
+			Type  string         `json:"type"`
+			Name  string         `json:"name"`
+			Input map[string]int `json:"input"`
+		} `json:"content"`
+		StopReason string `json:"stop_reason"`
+	}
+	ts.postOK(t, "/v1/messages", `{"max_tokens":200,"messages":[{"role":"user","content":"2+3?"}],"tools":[{"name":"add","input_schema":{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"],"additionalProperties":false}}],"tool_choice":{"type":"tool","name":"add"}}`, &msg)
+	if len(msg.Content) == 0 || msg.Content[len(msg.Content)-1].Type != "tool_use" || msg.StopReason != "tool_use" {
+		t.Errorf("anthropic forced tool: %+v", msg)
 	}
 }

@@ -81,13 +81,17 @@ func parseChat(body []byte) (*chatJob, error) {
 	if err := validateTools(in.Tools); err != nil {
 		return nil, err
 	}
-	useTools, err := toolChoice(in.ToolChoice)
+	useTools, force, err := toolChoice(in.ToolChoice)
 	if err != nil {
 		return nil, err
 	}
 	if useTools && !isNullOrEmpty(in.Tools) {
 		job.req.Tools = in.Tools
 	}
+	if err := checkForced(force, job.req.Tools); err != nil {
+		return nil, err
+	}
+	job.req.ForceTool = force
 	if rf := in.ResponseFormat; rf != nil {
 		switch rf.Type {
 		case "", "text":
@@ -113,32 +117,67 @@ func parseChat(body []byte) (*chatJob, error) {
 	return job, nil
 }
 
-// toolChoice reports whether tools are offered to the model. "auto" (the
-// default) offers them; "none" withholds them. Forcing a call ("required",
-// a named function) needs constrained decoding, which is not built yet.
-func toolChoice(raw json.RawMessage) (bool, error) {
+// toolChoice reports whether tools are offered to the model, and whether
+// a call is forced. "auto" (the default) offers them; "none" withholds
+// them; "required" forces a call of one of them, and a named function
+// ({"type": "function", "function": {"name"}}, or the Responses API's
+// {"type": "function", "name"}) a call of that one: decoding is then
+// constrained to the model's tool-call syntax and the tool's parameters.
+func toolChoice(raw json.RawMessage) (bool, *engine.ForceTool, error) {
 	if isNull(raw) {
-		return true, nil
+		return true, nil, nil
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err == nil {
 		switch s {
 		case "auto":
-			return true, nil
+			return true, nil, nil
 		case "none":
-			return false, nil
+			return false, nil, nil
 		case "required":
-			return false, badRequest("tool_choice", "tool_choice: \"required\" is not supported yet (no constrained decoding); use \"auto\"")
+			return true, &engine.ForceTool{}, nil
 		}
-		return false, badRequest("tool_choice", "tool_choice: unknown value %q (expected auto or none)", s)
+		return false, nil, badRequest("tool_choice", "tool_choice: unknown value %q (expected auto, none or required)", s)
 	}
 	var o struct {
-		Type string `json:"type"`
+		Type     string `json:"type"`
+		Name     string `json:"name"`
+		Function *struct {
+			Name string `json:"name"`
+		} `json:"function"`
 	}
 	if err := json.Unmarshal(raw, &o); err != nil {
-		return false, badRequest("tool_choice", "tool_choice: expected \"auto\", \"none\" or an object")
+		return false, nil, badRequest("tool_choice", "tool_choice: expected \"auto\", \"none\", \"required\" or an object")
 	}
-	return false, badRequest("tool_choice", "tool_choice: forcing a specific tool is not supported yet (no constrained decoding); use \"auto\"")
+	if o.Function != nil {
+		o.Name = o.Function.Name
+	}
+	if o.Type != "function" || o.Name == "" {
+		return false, nil, badRequest("tool_choice", "tool_choice: expected {\"type\": \"function\", \"function\": {\"name\": …}}")
+	}
+	return true, &engine.ForceTool{Name: o.Name}, nil
+}
+
+// checkForced refuses a forced call without tools, or of a tool not
+// offered.
+func checkForced(force *engine.ForceTool, tools json.RawMessage) error {
+	if force == nil {
+		return nil
+	}
+	var list []struct {
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	if err := json.Unmarshal(tools, &list); err != nil || len(list) == 0 {
+		return badRequest("tool_choice", "tool_choice: forcing a tool call needs tools")
+	}
+	for _, t := range list {
+		if force.Name == "" || t.Function.Name == force.Name {
+			return nil
+		}
+	}
+	return badRequest("tool_choice", "tool_choice: %q is not among the tools", force.Name)
 }
 
 // chat serves POST /v1/chat/completions.

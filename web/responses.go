@@ -187,13 +187,17 @@ func parseResponses(body []byte) (*responsesJob, error) {
 	if err != nil {
 		return nil, err
 	}
-	useTools, err := toolChoice(in.ToolChoice)
+	useTools, force, err := toolChoice(in.ToolChoice)
 	if err != nil {
 		return nil, err
 	}
 	if useTools {
 		job.req.Tools = tools
 	}
+	if err := checkForced(force, job.req.Tools); err != nil {
+		return nil, err
+	}
+	job.req.ForceTool = force
 	parallel := in.ParallelToolCalls == nil || *in.ParallelToolCalls
 	if !parallel {
 		job.maxCalls = 1

@@ -67,7 +67,11 @@ func (b *builder) objectOnly(l lexemes) frag {
 // Schema compiles a JSON schema to the grammar of the JSON texts it
 // validates, with properties in the order the schema lists them (as
 // OpenAI's strict mode writes them) and no properties it does not list.
-func Schema(raw []byte) (*Grammar, error) {
+func Schema(raw []byte) (*Grammar, error) { return SchemaFramed(raw, "", "") }
+
+// SchemaFramed is Schema with literal text before and after the value: a
+// tool call in a model's own syntax (<tool_call>\n{…}\n</tool_call>).
+func SchemaFramed(raw []byte, prefix, suffix string) (*Grammar, error) {
 	if len(raw) > maxSchemaBytes {
 		return nil, &SchemaError{"#", "schema", fmt.Sprintf("%d bytes is more than %d", len(raw), maxSchemaBytes)}
 	}
@@ -82,7 +86,7 @@ func Schema(raw []byte) (*Grammar, error) {
 	if c.err != nil {
 		return nil, c.err
 	}
-	c.b.define(top, body)
+	c.b.define(top, c.b.seq(c.b.lit(prefix), body, c.b.lit(suffix)))
 	g, err := c.b.finish(top)
 	if errors.Is(err, errBudget) {
 		return nil, &SchemaError{"#", "schema", err.Error() + fmt.Sprintf(" (more than %d states)", maxStates)}

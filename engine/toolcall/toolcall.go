@@ -104,3 +104,19 @@ func (e *MalformedError) Error() string {
 }
 
 func (e *MalformedError) Unwrap() error { return e.Err }
+
+// Frame is how a format writes one call as JSON, for forcing a call with
+// a grammar: Prefix, then {"name": …, ArgsKey: {…}}, then Suffix. ok is
+// false for formats whose calls are not written so (Gemma's Python calls,
+// DeepSeek's special-token frames).
+func Frame(f Format) (prefix, suffix, argsKey string, ok bool) {
+	switch f {
+	case Hermes:
+		return "<tool_call>\n", "\n</tool_call>", "arguments", true
+	case Llama3:
+		return "", "", "parameters", true
+	case Mistral:
+		return toolCalls + "[", "]", "arguments", true
+	}
+	return "", "", "", false
+}
