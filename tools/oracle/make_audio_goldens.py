@@ -6,7 +6,8 @@ Run on the device (torch, torchaudio, transformers):
 It writes OUT_DIR/audio.tar.gz holding, for testdata/media/audio/:
   CLIP.wav                 the clip (PCM or float WAV)
   CLIP.resampled.f32.gz    torchaudio.functional.resample(mono, rate, 16000)
-  CLIP.whisperN.f32.gz     WhisperFeatureExtractor(feature_size=N) input_features[0]
+  CLIP.whisperN.f32.gz     WhisperFeatureExtractor(feature_size=N) input_features[0] (torch's float32 STFT)
+  CLIP.whisperNnp.f32.gz   the same through its numpy path (float64 FFT)
   CLIP.gemma4.f32.gz       the Gemma 4 audio feature extractor's features (+ .json: shapes, mask)
 and sources.py, the reference code read to write media/mel.go.
 Arrays are little-endian float32, gzipped (the padded frames compress).
@@ -122,6 +123,10 @@ for name, (x, rate, bits, fmt) in clips.items():
         fe = WhisperFeatureExtractor(feature_size=bins)
         feats = fe(r16, sampling_rate=16000, return_tensors="np", return_attention_mask=True)
         put(f"{name}.whisper{bins}.f32.gz", f32(feats["input_features"][0].T))  # [frames, bins]
+        # The numpy path (a machine without torch): float64 FFT, complex64 kept.
+        padded = np.zeros(fe.n_samples, dtype=np.float32)
+        padded[: min(len(r16), fe.n_samples)] = r16[: fe.n_samples]
+        put(f"{name}.whisper{bins}np.f32.gz", f32(fe._np_extract_fbank_features(padded[None], "cpu")[0].T))
         info[f"whisper{bins}"] = {"shape": list(feats["input_features"][0].T.shape), "valid": int(feats["attention_mask"][0].sum())}
     if gemma_cls is not None:
         fe = gemma_cls()
