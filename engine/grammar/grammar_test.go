@@ -163,7 +163,7 @@ func TestGenerateValid(t *testing.T) {
 		}
 		finished++
 		var out struct {
-			ID    *uint64  `json:"id"`
+			ID    *float64 `json:"id"`
 			Tags  []string `json:"tags"`
 			Kind  string   `json:"kind"`
 			Score *float64 `json:"score"`

@@ -4,10 +4,9 @@ package grammar
 // made once per grammar, so the matcher's states for "inside a string" are
 // the same wherever a string is read.
 
-// maxWhitespace bounds each run of whitespace between tokens of JSON: the
-// grammar may not let a model pad forever. 24 covers pretty-printing a few
-// levels deep.
-const maxWhitespace = 24
+// maxIndent bounds the indent after a line break: the grammar may not let
+// a model pad forever. 24 covers pretty-printing a few levels deep.
+const maxIndent = 24
 
 // Digit-count bounds keep numbers finite for the same reason, and every
 // number the grammar allows within float64's range (at most 10^119).
@@ -26,9 +25,12 @@ type lexemes struct {
 	str, num, integer, value int32
 }
 
-// ws reads a bounded run of JSON whitespace.
+// ws reads the whitespace a JSON writer puts between tokens: nothing, one
+// space, or a line break and an indent of spaces or tabs (llama.cpp's JSON
+// grammar's rule). A model cannot fill its answer with blank lines.
 func (b *builder) ws() frag {
-	return b.rep(func() frag { return b.ranges('\t', '\n', '\r', '\r', ' ', ' ') }, 0, maxWhitespace)
+	indent := b.rep(func() frag { return b.ranges('\t', '\t', ' ', ' ') }, 0, maxIndent)
+	return b.opt(b.alt(b.lit(" "), b.seq(b.lit("\n"), indent)))
 }
 
 func (b *builder) lexemes() lexemes {

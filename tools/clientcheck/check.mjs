@@ -37,6 +37,30 @@ const models = [];
 for await (const m of openai.models.list()) models.push(m.id);
 check("models.list", models.includes(model), JSON.stringify(models));
 
+// Structured output: the clients' parse helpers read the answer as JSON of
+// the schema, constrained while it was generated.
+const city = {
+  type: "object",
+  properties: { city: { type: "string", maxLength: 12 }, people: { type: "integer", minimum: 0, maximum: 99 } },
+  required: ["city", "people"],
+  additionalProperties: false,
+};
+const fits = (v) => v && typeof v.city === "string" && v.city.length <= 12 && Number.isInteger(v.people) && Object.keys(v).length === 2;
+const parsedChat = await openai.chat.completions.parse({
+  model, messages: [{ role: "user", content: "Name a city." }], max_tokens: 80,
+  response_format: { type: "json_schema", json_schema: { name: "city", strict: true, schema: city } },
+});
+check("chat.completions.parse (json_schema)", fits(parsedChat.choices[0].message.parsed), parsedChat.choices[0].message.content);
+const parsedResp = await openai.responses.parse({
+  model, input: "Name a city.", max_output_tokens: 80,
+  text: { format: { type: "json_schema", name: "city", strict: true, schema: city } },
+});
+check("responses.parse (json_schema)", fits(parsedResp.output_parsed), parsedResp.output_text);
+const formatted = await ollama.chat({ model, messages: [{ role: "user", content: "Name a city." }], format: city, options: { num_predict: 80 } });
+let ollamaParsed = null;
+try { ollamaParsed = JSON.parse(formatted.message.content); } catch {}
+check("ollama.chat format (schema)", fits(ollamaParsed), formatted.message.content);
+
 // Chat, whole.
 const whole = await openai.chat.completions.create({ model, messages, temperature: 0, max_tokens: 8 });
 const text = whole.choices[0].message.content;
