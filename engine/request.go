@@ -21,6 +21,9 @@ type Request struct {
 	// in Messages, where each is a {"type": "image"} part for the chat
 	// template. A model without a vision tower refuses them.
 	Images []media.Image
+	// Audio are the request's sound clips, in order, where each is a
+	// {"type": "audio"} part. A model without an audio tower refuses them.
+	Audio []media.Audio
 
 	Prompt    string
 	PromptIDs []int32

@@ -99,11 +99,15 @@ type mediaKind uint8
 const (
 	kindImage mediaKind = iota
 	kindVideo
+	kindAudio
 )
 
 func (k mediaKind) String() string {
-	if k == kindVideo {
+	switch k {
+	case kindVideo:
 		return "video"
+	case kindAudio:
+		return "audio"
 	}
 	return "image"
 }
@@ -271,12 +275,15 @@ func (s *Server) takesImages(info engine.Info) bool {
 // the model, and the first part as its param (the web chat marks that
 // message).
 func noMedia(ref mediaRef, model string, kind mediaKind) error {
-	what := "images"
-	if kind == kindVideo {
+	what, capability := "images", "vision"
+	switch kind {
+	case kindVideo:
 		what = "video"
+	case kindAudio:
+		what, capability = "audio", "audio"
 	}
 	return &apiError{status: http.StatusBadRequest, param: ref.at, code: "model_not_multimodal",
-		msg: fmt.Sprintf("%s: model %q takes no %s (it has no vision capability); send text only, or choose a model whose capabilities include vision", ref.at, model, what)}
+		msg: fmt.Sprintf("%s: model %q takes no %s (it has no %s capability); send text only, or choose a model whose capabilities include %s", ref.at, model, what, capability, capability)}
 }
 
 // loadMedia reads and decodes t's media for the model info describes,
@@ -289,8 +296,10 @@ func (s *Server) loadMedia(ctx context.Context, info engine.Info, t *target) err
 	if len(t.media) == 0 {
 		return nil
 	}
-	if !s.takesImages(info) {
-		return noMedia(t.media[0], info.ID, t.media[0].kind)
+	for _, ref := range t.media {
+		if ref.kind == kindAudio && !hasCap(info, "audio") || ref.kind != kindAudio && !s.takesImages(info) {
+			return noMedia(ref, info.ID, ref.kind)
+		}
 	}
 	lim := s.opt.Media
 	if len(t.media) > lim.Images {
@@ -320,6 +329,12 @@ func (s *Server) loadMedia(ctx context.Context, info engine.Info, t *target) err
 				return err
 			}
 			videos = append(videos, ref)
+		case kindAudio:
+			clip, err := media.DecodeAudio(ctx, data, media.AudioLimits{MaxBytes: lim.PartBytes})
+			if err != nil {
+				return decodeError(ref, err)
+			}
+			t.req.Audio = append(t.req.Audio, clip)
 		}
 	}
 	if len(videos) > 0 {

@@ -182,6 +182,12 @@ type contentPart struct {
 	ImageURL json.RawMessage `json:"image_url"` // {"url", "detail"}, or the URL (input_image)
 	VideoURL json.RawMessage `json:"video_url"` // vLLM's {"url"}
 	FileID   *string         `json:"file_id"`   // input_image of an uploaded file
+	// InputAudio is {"data": base64, "format": "wav", "mp3", …}; the
+	// format is read from the bytes, as for every medium.
+	InputAudio *struct {
+		Data   *string `json:"data"`
+		Format string  `json:"format"`
+	} `json:"input_audio"`
 }
 
 // contentParts reads a content array: text parts alone become one string
@@ -234,8 +240,23 @@ func contentParts(at, role string, raw json.RawMessage, refs *[]mediaRef) (json.
 				}
 			}
 			list = append(list, kind.placeholder())
-		case "input_audio", "file", "input_file":
-			return nil, badRequest(pat, "%s: %s content is not supported yet (text, images and video only)", pat, p.Type)
+		case "input_audio":
+			if role != "user" {
+				return nil, badRequest(pat, "%s: audio content is accepted in user messages only (this message's role is %s)", pat, role)
+			}
+			if p.InputAudio == nil || p.InputAudio.Data == nil {
+				return nil, badRequest(pat+".input_audio.data", "%s.input_audio.data: required (the audio, base64)", pat)
+			}
+			*refs = append(*refs, mediaRef{at: pat, src: pat + ".input_audio.data", kind: kindAudio, data: *p.InputAudio.Data, bare: true})
+			if list == nil {
+				list = make([]json.RawMessage, 0, len(parts))
+				for _, t := range texts {
+					list = append(list, textPart(t))
+				}
+			}
+			list = append(list, kindAudio.placeholder())
+		case "file", "input_file":
+			return nil, badRequest(pat, "%s: %s content is not supported yet (text, images, video and audio only)", pat, p.Type)
 		default:
 			return nil, badRequest(pat+".type", "%s.type: unknown content part type %q", pat, p.Type)
 		}
