@@ -15,6 +15,7 @@ import (
 	"hearth/engine/family"
 	"hearth/engine/nn"
 	"hearth/engine/tensor"
+	"hearth/engine/tower"
 	"hearth/engine/weights"
 )
 
@@ -43,6 +44,7 @@ type Model struct {
 	backend    tensor.Backend
 	device     string // the GPU adapter's name, when on the GPU
 	impl       family.Model
+	vision     tower.Vision // nil: no vision tower loaded
 	set        *weights.Set
 	chunk      int
 	sync       bool // Options.Unpipelined
@@ -89,6 +91,10 @@ func LoadCheckpoint(ck *checkpoint.Checkpoint, opt Options) (*Model, error) {
 	if err != nil {
 		return fail(err)
 	}
+	vision, err := loadVision(ck, fam, loader)
+	if err != nil {
+		return fail(err)
+	}
 	if err := binder.Audit(impl.AuditIgnore()); err != nil {
 		return fail(err)
 	}
@@ -105,7 +111,7 @@ func LoadCheckpoint(ck *checkpoint.Checkpoint, opt Options) (*Model, error) {
 	if chunk <= 0 {
 		chunk = 512
 	}
-	return &Model{Checkpoint: ck, Family: fam, backend: b, device: device, impl: impl, set: set, chunk: chunk, sync: opt.Unpipelined}, nil
+	return &Model{Checkpoint: ck, Family: fam, backend: b, device: device, impl: impl, vision: vision, set: set, chunk: chunk, sync: opt.Unpipelined}, nil
 }
 
 // EmulatedNote ends the device name of a GPU backend whose adapter is a
@@ -148,11 +154,14 @@ func (m *Model) Close() error {
 	return err
 }
 
-// Sequence is one conversation's state: its caches and length.
+// Sequence is one conversation's state: its caches and length, and the
+// tower outputs its prompt still has to take in (AddMedia).
 type Sequence struct {
 	m      *Model
 	caches []cache.Layer
 	cap    int
+	chunk  int
+	media  []Media // by position (AddMedia)
 }
 
 // NewSequence makes caches for up to ctxTokens tokens.
@@ -160,11 +169,17 @@ func (m *Model) NewSequence(ctxTokens int) (*Sequence, error) {
 	if ctxTokens <= 0 {
 		return nil, fmt.Errorf("context of %d tokens", ctxTokens)
 	}
-	caches, err := m.impl.NewCaches(m.backend, ctxTokens, m.chunk)
+	// A picture's soft tokens go through in one pass (they see each
+	// other both ways), so a pass may be as long as one picture's.
+	chunk := m.chunk
+	if m.vision != nil {
+		chunk = max(chunk, m.vision.Prompt().Tokens)
+	}
+	caches, err := m.impl.NewCaches(m.backend, ctxTokens, chunk)
 	if err != nil {
 		return nil, err
 	}
-	return &Sequence{m: m, caches: caches, cap: ctxTokens}, nil
+	return &Sequence{m: m, caches: caches, cap: ctxTokens, chunk: m.chunk}, nil
 }
 
 // Len is the number of tokens the sequence holds.
@@ -212,8 +227,8 @@ func (s *Sequence) forward(ctx context.Context, tokens []int32, all, argmax bool
 	}
 	var out []float32
 	start := s.Len()
-	for i := 0; i < len(tokens); i += s.m.chunk {
-		chunk := tokens[i:min(i+s.m.chunk, len(tokens))]
+	for i := 0; i < len(tokens); {
+		chunk := tokens[i:s.chunkEnd(start, i, len(tokens))]
 		lastChunk := i+len(chunk) == len(tokens)
 		res, err := s.run(ctx, chunk, all, argmax)
 		if err != nil {
@@ -223,6 +238,7 @@ func (s *Sequence) forward(ctx context.Context, tokens []int32, all, argmax bool
 		if all || lastChunk {
 			out = append(out, res...)
 		}
+		i += len(chunk)
 	}
 	return out, nil
 }
@@ -232,7 +248,12 @@ func (s *Sequence) forward(ctx context.Context, tokens []int32, all, argmax bool
 func (s *Sequence) run(ctx context.Context, tokens []int32, all, argmax bool) ([]float32, error) {
 	g := tensor.NewGraph(s.m.backend)
 	before := s.Len()
-	res, err := s.m.impl.Forward(g, &family.Batch{Tokens: tokens, Pos: before, Caches: s.caches, AllLogits: all})
+	b, err := s.batch(g, tokens, tensor.T{})
+	if err != nil {
+		return nil, err
+	}
+	b.AllLogits = all
+	res, err := s.m.impl.Forward(g, b)
 	if err == nil && argmax {
 		res = g.Argmax(res)
 		err = g.Err()

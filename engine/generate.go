@@ -12,17 +12,27 @@ import (
 	"hearth/engine/toolcall"
 )
 
-// prompt turns the request into token ids.
-func (r *Runner) prompt(ctx context.Context, req *Request) ([]int32, error) {
+// prompt turns the request into token ids, and the rows where each of
+// its pictures' soft tokens start.
+func (r *Runner) prompt(ctx context.Context, req *Request) ([]int32, []int, error) {
+	if len(req.Images) > 0 && r.imgProc == nil {
+		if r.visionErr != nil {
+			return nil, nil, &RequestError{fmt.Errorf("model %q takes no images: its vision tower loaded, but not its image processor: %w", r.id, r.visionErr)}
+		}
+		return nil, nil, &RequestError{fmt.Errorf("model %q takes no images", r.id)}
+	}
 	if req.PromptIDs == nil {
-		return r.Prompter().Prompt(ctx, req)
+		return r.Prompter().PromptImages(ctx, req)
+	}
+	if len(req.Images) > 0 {
+		return nil, nil, &RequestError{fmt.Errorf("images go in messages, as image parts; model %q got %d with prompt ids", r.id, len(req.Images))}
 	}
 	for _, id := range req.PromptIDs {
 		if id < 0 || int(id) >= r.model.Checkpoint.Config.VocabSize {
-			return nil, &RequestError{fmt.Errorf("token id %d is outside the vocabulary [0, %d)", id, r.model.Checkpoint.Config.VocabSize)}
+			return nil, nil, &RequestError{fmt.Errorf("token id %d is outside the vocabulary [0, %d)", id, r.model.Checkpoint.Config.VocabSize)}
 		}
 	}
-	return req.PromptIDs, nil
+	return req.PromptIDs, nil, nil
 }
 
 // bigRequestBytes is the size of prompt text from which a request returns
@@ -42,7 +52,7 @@ func (r *Runner) run(j *job) (Usage, error) {
 		// server's RSS up.
 		defer debug.FreeOSMemory()
 	}
-	ids, err := r.prompt(j.ctx, req)
+	ids, imageRows, err := r.prompt(j.ctx, req)
 	if err != nil {
 		return Usage{}, err
 	}
@@ -67,6 +77,9 @@ func (r *Runner) run(j *job) (Usage, error) {
 		return u, err
 	}
 	defer seq.Close()
+	if err := r.addImages(j.ctx, seq, req.Images, imageRows); err != nil {
+		return u, err
+	}
 
 	dec, err := r.newDecoder(j.ctx, seq, req, ids)
 	if err != nil {

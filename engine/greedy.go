@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"hearth/engine/family"
 	"hearth/engine/tensor"
 )
 
@@ -69,7 +68,7 @@ func (s *Sequence) Greedy(ctx context.Context, prompt []int32) (*Greedy, error) 
 	start := s.Len()
 	// every chunk but the last runs at once (4 bytes come back); the last
 	// is queued and picks the token
-	last := len(prompt) - (len(prompt)-1)%s.m.chunk - 1
+	last := s.lastChunk(prompt)
 	if last > 0 {
 		if _, err := s.ForwardArgmax(ctx, prompt[:last]); err != nil {
 			s.m.backend.Free(tok)
@@ -97,7 +96,11 @@ func (gr *Greedy) start(tokens []int32, ids tensor.T) error {
 	}
 	g := tensor.NewGraph(s.m.backend)
 	before := s.Len()
-	res, err := s.m.impl.Forward(g, &family.Batch{Tokens: tokens, IDs: ids, Pos: before, Caches: s.caches})
+	b, err := s.batch(g, tokens, ids)
+	var res tensor.T
+	if err == nil {
+		res, err = s.m.impl.Forward(g, b)
+	}
 	if err == nil {
 		best := g.Reshape(g.Argmax(res), 1)
 		g.Store(gr.tok, best, 0)

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"hearth/engine/template"
 	"hearth/engine/tokenizer"
 	"hearth/engine/toolcall"
+	"hearth/engine/tower"
 )
 
 // Prompter turns a request's messages or prompt text into prompt ids the
@@ -22,11 +24,18 @@ type Prompter struct {
 	Tokenizer     *tokenizer.Tokenizer
 	Template      *template.Template // nil when the checkpoint has no chat template
 	ContextTokens int
+	// Vision is how the model's vision tower takes pictures into the
+	// prompt; nil when it takes none.
+	Vision *tower.Prompt
 }
 
 // Prompter is the runner's own prompter.
 func (r *Runner) Prompter() Prompter {
-	return Prompter{ID: r.id, Tokenizer: r.tok, Template: r.tmpl, ContextTokens: r.info.ContextTokens}
+	p := Prompter{ID: r.id, Tokenizer: r.tok, Template: r.tmpl, ContextTokens: r.info.ContextTokens}
+	if vp, ok := r.model.VisionPrompt(); ok && r.imgProc != nil {
+		p.Vision = &vp
+	}
+	return p
 }
 
 // ToolCalls reports whether the chat template has a tool-call format the
@@ -41,17 +50,121 @@ func (p Prompter) ToolCalls() bool {
 // generated token is a *ContextError; a template that refuses the
 // conversation, a *RequestError. req.PromptIDs is not read.
 func (p Prompter) Prompt(ctx context.Context, req *Request) ([]int32, error) {
+	ids, _, err := p.PromptImages(ctx, req)
+	return ids, err
+}
+
+// PromptImages is Prompt for a request that may hold pictures
+// (req.Images): each picture's placeholder in the rendered conversation
+// is expanded as the model's processor does (tower.Prompt), and the
+// picture's soft tokens start at ids[rows[i]] for picture i. A model that
+// takes no pictures, a conversation with another number of placeholders
+// than pictures, or pictures without messages are a *RequestError.
+func (p Prompter) PromptImages(ctx context.Context, req *Request) (ids []int32, rows []int, err error) {
+	if len(req.Images) > 0 {
+		if p.Vision == nil {
+			return nil, nil, &RequestError{fmt.Errorf("model %q takes no images", p.ID)}
+		}
+		if req.Messages == nil {
+			return nil, nil, &RequestError{fmt.Errorf("images go in messages, as image parts; model %q got %d with a plain prompt", p.ID, len(req.Images))}
+		}
+	}
+	text, err := p.render(ctx, req)
+	if err != nil {
+		return nil, nil, err
+	}
 	if req.Messages == nil {
-		return p.encode(req.Prompt, true)
+		ids, err = p.encode(text, true)
+		return ids, nil, err
+	}
+	if len(req.Images) == 0 {
+		// Like transformers' apply_chat_template(tokenize=True): the
+		// template writes every special token itself.
+		ids, err = p.encode(text, false)
+		return ids, nil, err
+	}
+	return p.expand(text, len(req.Images))
+}
+
+// expand replaces each picture placeholder of the rendered text as the
+// model's processor does (Gemma3Processor: the placeholder's text becomes
+// the full image sequence), tokenizes, and finds each picture's soft
+// tokens.
+func (p Prompter) expand(text string, images int) ([]int32, []int, error) {
+	v := p.Vision
+	piece := func(id int32) (string, error) {
+		s, ok := p.Tokenizer.Token(id)
+		if !ok || s == "" {
+			return "", fmt.Errorf("model %q: its image token %d is not in the tokenizer", p.ID, id)
+		}
+		return s, nil
+	}
+	ph, err := piece(v.Placeholder)
+	if err != nil {
+		return nil, nil, err
+	}
+	begin, err := piece(v.Begin)
+	if err != nil {
+		return nil, nil, err
+	}
+	end, err := piece(v.End)
+	if err != nil {
+		return nil, nil, err
+	}
+	img, err := piece(v.Image)
+	if err != nil {
+		return nil, nil, err
+	}
+	if n := strings.Count(text, ph); n != images {
+		return nil, nil, &RequestError{fmt.Errorf("the conversation has %d image parts but the request holds %d images", n, images)}
+	}
+	// The soft tokens alone are about images × Tokens: refuse a prompt
+	// that cannot fit before building its text.
+	if need := images * v.Tokens; need > p.ContextTokens-1 {
+		return nil, nil, &ContextError{PromptTokens: need, AtLeast: true, ContextTokens: p.ContextTokens}
+	}
+	full := v.Before + begin + strings.Repeat(img, v.Tokens) + end + v.After
+	ids, err := p.encode(strings.ReplaceAll(text, ph, full), false)
+	if err != nil {
+		return nil, nil, err
+	}
+	var rows []int
+	for i := 0; i < len(ids); i++ {
+		if ids[i] != v.Image {
+			continue
+		}
+		j := i
+		for j < len(ids) && ids[j] == v.Image {
+			j++
+		}
+		if (j-i)%v.Tokens != 0 {
+			return nil, nil, &RequestError{fmt.Errorf("the prompt holds a run of %d image tokens, not a multiple of the %d of a picture (is the image token's text in a message?)", j-i, v.Tokens)}
+		}
+		for k := i; k < j; k += v.Tokens {
+			rows = append(rows, k)
+		}
+		i = j - 1
+	}
+	if len(rows) != images {
+		return nil, nil, &RequestError{fmt.Errorf("the prompt holds the soft tokens of %d images, but the request has %d (is the image token's text in a message?)", len(rows), images)}
+	}
+	return ids, rows, nil
+}
+
+// render is the prompt's text: the conversation through the chat
+// template, or the plain prompt.
+func (p Prompter) render(ctx context.Context, req *Request) (string, error) {
+	if req.Messages == nil {
+		return req.Prompt, nil
 	}
 	if p.Template == nil {
-		return nil, &RequestError{fmt.Errorf("model %q has no chat template; send a prompt, not messages", p.ID)}
+		return "", &RequestError{fmt.Errorf("model %q has no chat template; send a prompt, not messages", p.ID)}
 	}
 	opt := template.Options{Tools: req.Tools, AddGenerationPrompt: true, Extra: req.TemplateKwargs}
 	if raw, ok := req.TemplateKwargs["enable_thinking"]; ok {
 		var b bool
 		if err := json.Unmarshal(raw, &b); err != nil {
-			return nil, &RequestError{fmt.Errorf("enable_thinking must be true or false")}
+			return "", &RequestError{fmt.Errorf("enable_thinking must be true or false")}
 		}
 		opt.EnableThinking = &b
 	}
@@ -59,14 +172,12 @@ func (p Prompter) Prompt(ctx context.Context, req *Request) ([]int32, error) {
 	// (the client left): a cancelled render is not the request's fault.
 	text, err := p.Template.Render(ctx, req.Messages, opt)
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return nil, err
+		return "", err
 	}
 	if err != nil {
-		return nil, &RequestError{err}
+		return "", &RequestError{err}
 	}
-	// Like transformers' apply_chat_template(tokenize=True): the
-	// template writes every special token itself.
-	return p.encode(text, false)
+	return text, nil
 }
 
 // encode tokenizes a prompt but gives up, with a *ContextError, as soon

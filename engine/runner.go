@@ -31,6 +31,10 @@ type Runner struct {
 	// formats holds the grammars of constrained requests (constrain.go).
 	formats formats
 	draft   draft.Source // nil: no speculative decoding
+	// imgProc preprocesses pictures for the vision tower; nil when the
+	// model takes none (visionErr says why, when it has a tower).
+	imgProc   imageProcessor
+	visionErr error
 
 	queueLen int
 	mu       sync.Mutex
@@ -118,13 +122,25 @@ func newRunner(dir string, m *Model, opt RunnerOptions) (*Runner, error) {
 	if id == "" {
 		id = filepath.Base(dir)
 	}
-	caps := m.Family.Caps
+	// Vision and audio are the model's when their tower loaded (and, for
+	// pictures, the checkpoint's image processor), not the family's.
+	caps := m.Family.Caps &^ (family.Vision | family.Audio)
+	var imgProc imageProcessor
+	var visionErr error
+	if m.HasVision() {
+		if imgProc, visionErr = loadImageProcessor(dir); visionErr == nil {
+			caps |= family.Vision
+		} else {
+			imgProc = nil
+		}
+	}
 	queueLen := opt.QueueLen
 	if queueLen <= 0 {
 		queueLen = 64
 	}
 	r := &Runner{
 		id: id, model: m, tok: tok, tmpl: tmpl,
+		imgProc: imgProc, visionErr: visionErr,
 		eos:      map[int32]bool{},
 		draft:    opt.Draft,
 		queueLen: queueLen,

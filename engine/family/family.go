@@ -65,6 +65,11 @@ type Family struct {
 	// share another's cache, recurrent state, per-layer head sizes); nil
 	// means FromConfig's.
 	CacheLayers func(c *config.Config) ([]fit.Layer, error)
+	// Media says which towers' output the family's Forward splices in
+	// for c (Batch.Media); nil: none. A tower runs only where the family
+	// takes its output and the checkpoint holds its weights; Caps then
+	// gains it for that model (the engine's Info.Capabilities).
+	Media func(c *config.Config) Caps
 }
 
 // Model is a family's graph over weights already on a backend.
@@ -89,6 +94,50 @@ type Batch struct {
 	Pos       int           // position of Tokens[0]
 	Caches    []cache.Layer // one per layer
 	AllLogits bool          // logits for every token, not only the last
+	// Media are tower outputs (an image's soft tokens) that take the
+	// place of some rows' token embeddings, each whole in this batch, in
+	// row order and apart. Only with host Tokens.
+	Media []Media
+}
+
+// Media is one run of rows whose embeddings come from a tower.
+type Media struct {
+	Row int // the batch row it starts at
+	// Embeds [n, hidden] (float32, a node of the pass's graph or a
+	// buffer) replace the embeddings of rows Row..Row+n-1 as they are:
+	// after the model's embedding scale, as transformers' masked_scatter
+	// puts them.
+	Embeds tensor.T
+}
+
+// MediaRows checks b.Media against b's n rows and hidden width and returns
+// the Splice row map (the row of the media embeddings each row takes, or
+// -1) per media item, and the positions each item covers.
+func (b *Batch) MediaRows(g *tensor.Graph, hidden int) ([][]int32, []tensor.Span, error) {
+	n := len(b.Tokens)
+	if len(b.Media) > 0 && !b.IDs.IsNone() {
+		return nil, nil, errors.New("media rows need host token ids")
+	}
+	var from [][]int32
+	var spans []tensor.Span
+	next := 0
+	for i, m := range b.Media {
+		s := g.Shape(m.Embeds)
+		if len(s) != 2 || s[1] != hidden || s[0] == 0 || m.Row < next || m.Row+s[0] > n {
+			return nil, nil, fmt.Errorf("media %d: embeddings %v at row %d of a batch of %d rows (hidden %d; after row %d)", i, s, m.Row, n, hidden, next)
+		}
+		f := make([]int32, n)
+		for r := range f {
+			f[r] = -1
+			if r >= m.Row && r < m.Row+s[0] {
+				f[r] = int32(r - m.Row)
+			}
+		}
+		from = append(from, f)
+		spans = append(spans, tensor.Span{Start: b.Pos + m.Row, End: b.Pos + m.Row + s[0]})
+		next = m.Row + s[0]
+	}
+	return from, spans, nil
 }
 
 // ErrUnsupported is returned (wrapped) when no family accepts a config.

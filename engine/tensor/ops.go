@@ -38,6 +38,8 @@ const (
 	OpSoftplus          // log(1 + exp(x)), x itself above 20 (deltanet.go)
 	OpCausalConv1d      // depthwise causal convolution over time with a rolling state (deltanet.go)
 	OpGatedDeltaRule    // the gated delta-rule scan over a recurrent state (deltanet.go)
+	OpSplice            // rows of x replaced by rows of src (media.go)
+	OpAvgPool2d         // mean of k×k blocks of a grid of rows (media.go)
 	numOps
 )
 
@@ -50,6 +52,7 @@ var opNames = [...]string{
 	OpRoute: "Route", OpExpertMatMul: "ExpertMatMul", OpExpertSum: "ExpertSum",
 	OpArgmax:  "Argmax",
 	OpSigmoid: "Sigmoid", OpSoftplus: "Softplus", OpCausalConv1d: "CausalConv1d", OpGatedDeltaRule: "GatedDeltaRule",
+	OpSplice: "Splice", OpAvgPool2d: "AvgPool2d",
 }
 
 func (o Op) String() string {
@@ -233,6 +236,12 @@ func (g *Graph) Store(dst, src T, row int) T {
 // lives in buffer row p, or p % Ring when Ring > 0 (a rotating cache). The
 // scores are q·k·Scale, then Softcap·tanh(s/Softcap) when Softcap > 0,
 // then softmax in float32. Bidirectional drops the causal rule (encoders).
+//
+// Spans are runs of positions that see each other both ways (an image's
+// soft tokens in Gemma 3): a query inside a span also sees the span's later
+// keys. The window still bounds what it sees from below, as transformers'
+// sliding layers combine them: AND(window, OR(causal, same span)). Every
+// query therefore sees one run of keys, Keys(i).
 type AttnSpec struct {
 	Scale         float32
 	QueryPos      int
@@ -241,6 +250,28 @@ type AttnSpec struct {
 	Ring          int
 	Softcap       float32
 	Bidirectional bool
+	Spans         []Span
+}
+
+// Span is the positions [Start, End).
+type Span struct{ Start, End int }
+
+// Keys is the run of key positions [first, last] query i sees.
+func (s *AttnSpec) Keys(i int) (first, last int) {
+	if s.Bidirectional {
+		return 0, s.KeyLen - 1
+	}
+	qp := s.QueryPos + i
+	last = qp
+	if s.Window > 0 {
+		first = max(0, qp-s.Window+1)
+	}
+	for _, sp := range s.Spans {
+		if sp.Start <= qp && qp < sp.End {
+			last = max(last, sp.End-1)
+		}
+	}
+	return first, last
 }
 
 // Attention is softmax(q·kᵀ·scale + mask)·v for q [n, hq, d] against key
@@ -258,6 +289,14 @@ func (g *Graph) Attention(q, k, v T, s AttnSpec) T {
 	if rows > ks[0] || s.QueryPos+qs[0] > s.KeyLen {
 		return g.fail("attention: %d keys (ring %d) in a buffer of %d rows, queries at %d..%d", s.KeyLen, s.Ring, ks[0], s.QueryPos, s.QueryPos+qs[0])
 	}
+	for i, sp := range s.Spans {
+		// sorted, apart, and written by now (a span only widens what a
+		// query sees upwards, so the ring holds what it adds)
+		if sp.Start < 0 || sp.End <= sp.Start || sp.End > s.KeyLen || i > 0 && sp.Start < s.Spans[i-1].End {
+			return g.fail("attention: span %v of %v (keys [0, %d))", sp, s.Spans, s.KeyLen)
+		}
+	}
+	s.Spans = slices.Clone(s.Spans)
 	if s.Scale == 0 {
 		s.Scale = float32(1 / math.Sqrt(float64(qs[2])))
 	}

@@ -36,14 +36,7 @@ func (t *attnTask) run(w, lo, hi int) {
 	scores := grow(&t.b.scratch.workers[w].scores, s.KeyLen)
 	for qh := lo; qh < hi; qh++ {
 		i, h := qh/hq, qh%hq
-		qp := s.QueryPos + i
-		first, last := 0, s.KeyLen-1
-		if !s.Bidirectional {
-			last = qp
-			if s.Window > 0 {
-				first = max(0, qp-s.Window+1)
-			}
-		}
+		first, last := s.Keys(i)
 		qv := t.q[(i*hq+h)*d : (i*hq+h+1)*d]
 		kvh := h / group
 		mx := float32(math.Inf(-1))

@@ -56,12 +56,10 @@ func (t *attnBlockTask) run(w, lo, hi int) {
 		kvh, qb := item/t.blocks, item%t.blocks
 		i0, i1 := qb*t.block, min((qb+1)*t.block, t.nq)
 		// keys any query of the block sees
-		kStart, kEnd := 0, s.KeyLen
-		if !s.Bidirectional {
-			kEnd = s.QueryPos + i1
-			if s.Window > 0 {
-				kStart = max(0, s.QueryPos+i0-s.Window+1)
-			}
+		kStart, kEnd := s.KeyLen, 0
+		for i := i0; i < i1; i++ {
+			first, last := s.Keys(i)
+			kStart, kEnd = min(kStart, first), max(kEnd, last+1)
 		}
 		L := kEnd - kStart
 		lpad := (L + nr - 1) / nr * nr
@@ -110,14 +108,7 @@ func (t *attnBlockTask) run(w, lo, hi int) {
 				clear(row)
 				continue
 			}
-			qp := s.QueryPos + i0 + r/t.grp
-			first, last := 0, s.KeyLen-1
-			if !s.Bidirectional {
-				last = qp
-				if s.Window > 0 {
-					first = max(0, qp-s.Window+1)
-				}
-			}
+			first, last := s.Keys(i0 + r/t.grp)
 			a, z := first-kStart, last-kStart+1
 			clear(row[:a])
 			clear(row[z:])

@@ -88,6 +88,10 @@ func (b *Backend) exec(g *tensor.Graph, i int) error {
 		return b.argmax(g, i)
 	case tensor.OpSigmoid, tensor.OpSoftplus, tensor.OpCausalConv1d, tensor.OpGatedDeltaRule:
 		return b.deltanet(g, i)
+	case tensor.OpSplice:
+		return b.splice(g, i)
+	case tensor.OpAvgPool2d:
+		return b.avgPool2d(g, i)
 	default:
 		return fmt.Errorf("op %v is not implemented by the cpu backend", n.Op)
 	}

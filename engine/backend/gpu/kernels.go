@@ -57,6 +57,10 @@ func (c *compiler) node(i int) error {
 		return c.argmax(i)
 	case tensor.OpSigmoid, tensor.OpSoftplus, tensor.OpCausalConv1d, tensor.OpGatedDeltaRule:
 		return c.deltanet(i)
+	case tensor.OpSplice:
+		return c.splice(i)
+	case tensor.OpAvgPool2d:
+		return c.avgPool2d(i)
 	}
 	return fmt.Errorf("op %v is not implemented by the gpu backend", nd.Op)
 }
@@ -382,7 +386,8 @@ func (c *compiler) attention(i int) error {
 	}
 	// a split's record: m, l and the D sums, rounded up to 128 bytes
 	ps := (d + 2 + 31) / 32 * 32
-	data := map[string]any{"D": d, "TP": tp, "KG": 128 / tp, "DU4": (d/4 + tp - 1) / tp, "UK": c.b.attn.Keys, "SK": sk, "Split": split, "PS": ps, "MaxSplits": maxSplits}
+	spans := len(nd.Attn.Spans) > 0 && !nd.Attn.Bidirectional
+	data := map[string]any{"D": d, "TP": tp, "KG": 128 / tp, "DU4": (d/4 + tp - 1) / tp, "UK": c.b.attn.Keys, "SK": sk, "Split": split, "PS": ps, "MaxSplits": maxSplits, "Spans": spans}
 	if split {
 		// the records are a value of the kernel's own; the counts are the
 		// backend's, zero between dispatches
@@ -392,6 +397,9 @@ func (c *compiler) attention(i int) error {
 		}
 		part := operand{kind: opSlot, node: len(g.Nodes) + i, size: uint64(maxSplits*nq*hq*ps) * 4, write: true}
 		ops = append(ops, part, operand{kind: opData, buf: cnt, write: true})
+	}
+	if spans {
+		ops = append(ops, c.attnSpans(i, nq))
 	}
 	// One query's keys are shared by up to maxSplits workgroups (at least
 	// 64 keys each), so a decode step with few heads still fills the GPU.

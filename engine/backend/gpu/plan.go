@@ -136,7 +136,13 @@ func (b *Backend) planKey(g *tensor.Graph, outs []tensor.T) string {
 		case tensor.OpRoPE:
 			u(uint64(n.Rope.Dims))
 		case tensor.OpAttention:
-			// the split buffer is sized for the worst case of the shape
+			// the split buffer is sized for the worst case of the shape;
+			// spans bind one more input
+			if len(n.Attn.Spans) > 0 && !n.Attn.Bidirectional {
+				u(1)
+			} else {
+				u(0)
+			}
 		}
 	}
 	u(0xffff)

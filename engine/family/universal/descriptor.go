@@ -34,6 +34,10 @@ type Descriptor struct {
 	// MoE makes the feed-forward blocks sparse mixtures of experts (moe.go);
 	// nil is dense.
 	MoE *MoE
+	// MediaSpans lets each media item's rows (an image's soft tokens)
+	// attend to each other both ways during the pass that holds them
+	// (Gemma 3's token_type_ids mask; tensor.AttnSpec.Spans).
+	MediaSpans bool
 	// Ignore lists checkpoint tensors we knowingly skip; the audit allows these.
 	Ignore []string
 }
@@ -92,7 +96,7 @@ var descriptors = map[string]Descriptor{
 	"qwen3":       {QKNorm: PerHead},
 	"gemma":       {Norm: OffsetRMSNorm, EmbedScale: true},
 	"gemma2":      {Norm: OffsetRMSNorm, EmbedScale: true, Block: Sandwich},
-	"gemma3_text": {Norm: OffsetRMSNorm, EmbedScale: true, Block: Sandwich, QKNorm: PerHead},
+	"gemma3_text": {Norm: OffsetRMSNorm, EmbedScale: true, Block: Sandwich, QKNorm: PerHead, MediaSpans: true},
 	"phi3":        {FusedQKV: true, FusedUp: true},
 	"olmo2":       {Block: PostNorm, QKNorm: FullWidth},
 	"glm4":        {Block: GLM, FusedUp: true, RopeTraditional: true, NoOBias: true},
@@ -144,4 +148,7 @@ var Family = family.Family{
 	Fidelity: "parity vs transformers 5.17 (f32 max-abs logit ≤ 1e-4, greedy ids exact)",
 	Types:    Types,
 	New:      New,
+	// Forward splices any tower's output; which towers exist is the
+	// engine's tower list (Gemma 3's SigLIP).
+	Media: func(*config.Config) family.Caps { return family.Vision },
 }

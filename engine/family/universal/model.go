@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 
 	"hearth/engine/cache"
 	"hearth/engine/config"
@@ -65,6 +66,16 @@ func (n norm) forward(g *tensor.Graph, x tensor.T) tensor.T {
 	default:
 		return g.RMSNorm(x, n.w, n.eps, 0)
 	}
+}
+
+// prefixes are where the decoder's tensors live: a ForCausalLM save, and
+// the text model of a multimodal (ForConditionalGeneration) checkpoint as
+// transformers 5 and as the hub's older saves and mlx-vlm/mlx-lm keep it.
+// The one holding embed_tokens wins.
+var prefixes = []struct{ model, head string }{
+	{"model.language_model.", "lm_head"},
+	{"language_model.model.", "language_model.lm_head"},
+	{"model.", "lm_head"},
 }
 
 // New binds the checkpoint's tensors by their Hugging Face names.
@@ -139,15 +150,22 @@ func New(c *config.Config, l *nn.Loader) (family.Model, error) {
 		}
 		return n
 	}
-	m.embed = l.Linear("model.embed_tokens", vocab, hidden, false).W
-	m.norm = newNorm("model.norm", hidden)
+	p, head := prefixes[len(prefixes)-1].model, prefixes[len(prefixes)-1].head
+	for _, pre := range prefixes {
+		if l.W.Has(pre.model+"embed_tokens.weight") || l.W.Has(pre.model+"embed_tokens.scales") {
+			p, head = pre.model, pre.head
+			break
+		}
+	}
+	m.embed = l.Linear(p+"embed_tokens", vocab, hidden, false).W
+	m.norm = newNorm(p+"norm", hidden)
 	if c.TieWordEmbeddings {
 		m.head = m.embed
 	} else {
-		m.head = l.Linear("lm_head", vocab, hidden, false).W
+		m.head = l.Linear(head, vocab, hidden, false).W
 	}
 	for i := 0; i < c.NumHiddenLayers; i++ {
-		ly := m.bindLayer(l, fmt.Sprintf("model.layers.%d.", i), newNorm)
+		ly := m.bindLayer(l, fmt.Sprintf("%slayers.%d.", p, i), newNorm)
 		ly.rope = full
 		if c.IsSliding(i) {
 			ly.window, ly.rope = c.SlidingWindow, sliding
@@ -239,13 +257,37 @@ func (m *Model) Forward(g *tensor.Graph, b *family.Batch) (tensor.T, error) {
 		pos[i] = int32(b.Pos + i)
 	}
 	posT := g.InputInts(pos, n)
+	from, spans, err := b.MediaRows(g, m.cfg.HiddenSize)
+	if err != nil {
+		return tensor.T{}, err
+	}
 	ids := b.IDs
 	if ids.IsNone() {
-		ids = g.InputInts(b.Tokens, n)
+		tokens := b.Tokens
+		if len(b.Media) > 0 {
+			// a media row's token (an image placeholder, maybe outside
+			// the vocabulary) is replaced: embed id 0 there, as
+			// transformers does for an out-of-vocabulary image token
+			tokens = slices.Clone(tokens)
+			for _, f := range from {
+				for r, src := range f {
+					if src >= 0 {
+						tokens[r] = 0
+					}
+				}
+			}
+		}
+		ids = g.InputInts(tokens, n)
 	}
 	x := g.Embed(m.embed, ids)
 	if m.embedScale != 0 {
 		x = g.Scale(x, m.embedScale)
+	}
+	for i, md := range b.Media {
+		x = g.Splice(x, md.Embeds, g.InputInts(from[i], n))
+	}
+	if !m.desc.MediaSpans {
+		spans = nil
 	}
 	for i := range m.layers {
 		if r := m.layers[i].rope; r != nil {
@@ -256,7 +298,7 @@ func (m *Model) Forward(g *tensor.Graph, b *family.Batch) (tensor.T, error) {
 	}
 	for i := range m.layers {
 		var err error
-		if x, err = m.layers[i].forward(g, m, x, posT, b.Pos+n, b.Caches[i]); err != nil {
+		if x, err = m.layers[i].forward(g, m, x, posT, b.Pos+n, b.Caches[i], spans); err != nil {
 			return tensor.T{}, fmt.Errorf("layer %d: %w", i, err)
 		}
 	}
@@ -273,14 +315,14 @@ func (m *Model) Forward(g *tensor.Graph, b *family.Batch) (tensor.T, error) {
 	return logits, g.Err()
 }
 
-func (ly *layer) forward(g *tensor.Graph, m *Model, x, pos tensor.T, end int, kv cache.Layer) (tensor.T, error) {
+func (ly *layer) forward(g *tensor.Graph, m *Model, x, pos tensor.T, end int, kv cache.Layer, spans []tensor.Span) (tensor.T, error) {
 	pre := func(i int, x tensor.T) tensor.T {
 		if ly.norms[i].valid {
 			return ly.norms[i].forward(g, x)
 		}
 		return x
 	}
-	a, err := ly.attention(g, m, pre(0, x), pos, end, kv)
+	a, err := ly.attention(g, m, pre(0, x), pos, end, kv, spans)
 	if err != nil {
 		return x, err
 	}
@@ -294,7 +336,7 @@ func (ly *layer) forward(g *tensor.Graph, m *Model, x, pos tensor.T, end int, kv
 	return g.Add(x, resid(pre(3, ly.mlp(g, m, pre(2, x))))), nil
 }
 
-func (ly *layer) attention(g *tensor.Graph, m *Model, h, pos tensor.T, end int, kv cache.Layer) (tensor.T, error) {
+func (ly *layer) attention(g *tensor.Graph, m *Model, h, pos tensor.T, end int, kv cache.Layer, spans []tensor.Span) (tensor.T, error) {
 	c := m.cfg
 	n := g.Shape(h)[0]
 	var q, k, v tensor.T
@@ -323,7 +365,7 @@ func (ly *layer) attention(g *tensor.Graph, m *Model, h, pos tensor.T, end int, 
 	if err != nil {
 		return h, err
 	}
-	spec := view.Spec(tensor.AttnSpec{Scale: m.attnScale, Window: ly.window, Softcap: m.attnCap})
+	spec := view.Spec(tensor.AttnSpec{Scale: m.attnScale, Window: ly.window, Softcap: m.attnCap, Spans: spans})
 	out := g.Attention(q, view.K, view.V, spec)
 	return ly.o.Forward(g, g.Reshape(out, n, c.QDim())), nil
 }

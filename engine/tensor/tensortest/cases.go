@@ -1,6 +1,7 @@
 package tensortest
 
 import (
+	"fmt"
 	"math"
 
 	"hearth/engine/tensor"
@@ -250,6 +251,7 @@ func cases() []opCase {
 		return g.Store(buf, g.Input(src, 2, 3, 4), 3), want
 	})
 	attention(add)
+	media(add)
 	moe(add)
 	deltanet(add)
 	argmax(func(name string, f func(c *checker, g *tensor.Graph) (tensor.T, []float64)) {
@@ -258,55 +260,83 @@ func cases() []opCase {
 	return cs
 }
 
-// attention adds cases for causal GQA with window, ring and softcap, and
-// for bidirectional attention.
+// attention adds cases for causal GQA with window, ring and softcap, for
+// spans of positions that see each other (with a window, a ring, one
+// query at a time), and for bidirectional attention over buffers and over
+// keys and values that are graph nodes (an encoder's).
 func attention(add func(tensor.Op, string, func(*checker, *tensor.Graph) (tensor.T, []float64))) {
 	for _, tc := range []struct {
-		name string
-		spec tensor.AttnSpec
-		rows int
+		name  string
+		spec  tensor.AttnSpec
+		rows  int
+		nodes bool // keys and values are computed nodes, not a cache
 	}{
-		{"Attention/causal", tensor.AttnSpec{QueryPos: 6, KeyLen: 10}, 12},
-		{"Attention/window", tensor.AttnSpec{QueryPos: 6, KeyLen: 10, Window: 3}, 12},
-		{"Attention/ring", tensor.AttnSpec{QueryPos: 16, KeyLen: 20, Window: 5, Ring: 9}, 9},
-		{"Attention/softcap", tensor.AttnSpec{QueryPos: 6, KeyLen: 10, Softcap: 1.5, Scale: 0.3}, 12},
-		{"Attention/bidirectional", tensor.AttnSpec{QueryPos: 0, KeyLen: 10, Bidirectional: true}, 10},
+		{"Attention/causal", tensor.AttnSpec{QueryPos: 6, KeyLen: 10}, 12, false},
+		{"Attention/window", tensor.AttnSpec{QueryPos: 6, KeyLen: 10, Window: 3}, 12, false},
+		{"Attention/ring", tensor.AttnSpec{QueryPos: 16, KeyLen: 20, Window: 5, Ring: 9}, 9, false},
+		{"Attention/softcap", tensor.AttnSpec{QueryPos: 6, KeyLen: 10, Softcap: 1.5, Scale: 0.3}, 12, false},
+		{"Attention/bidirectional", tensor.AttnSpec{QueryPos: 0, KeyLen: 10, Bidirectional: true}, 10, false},
+		{"Attention/encoder", tensor.AttnSpec{QueryPos: 0, KeyLen: 13, Bidirectional: true}, 13, true},
+		{"Attention/spans", tensor.AttnSpec{QueryPos: 2, KeyLen: 14, Spans: []tensor.Span{{Start: 3, End: 7}, {Start: 9, End: 12}}}, 14, false},
+		{"Attention/spans-window", tensor.AttnSpec{QueryPos: 2, KeyLen: 14, Window: 3, Spans: []tensor.Span{{Start: 1, End: 9}, {Start: 10, End: 14}}}, 14, false},
+		{"Attention/spans-ring", tensor.AttnSpec{QueryPos: 16, KeyLen: 24, Window: 5, Ring: 13, Spans: []tensor.Span{{Start: 10, End: 15}, {Start: 17, End: 22}}}, 13, false},
+		{"Attention/spans-decode", tensor.AttnSpec{QueryPos: 5, KeyLen: 7, Spans: []tensor.Span{{Start: 4, End: 7}}}, 8, false},
 	} {
 		add(tensor.OpAttention, tc.name, func(c *checker, g *tensor.Graph) (tensor.T, []float64) {
 			const hq, hkv, d = 4, 2, 8
 			n := tc.spec.KeyLen - tc.spec.QueryPos
-			kb, _ := c.b.Alloc([]int{tc.rows, hkv, d})
-			vb, _ := c.b.Alloc([]int{tc.rows, hkv, d})
 			kd, vd, q := c.randn(tc.rows*hkv*d), c.randn(tc.rows*hkv*d), c.randn(n*hq*d)
-			kT := g.Store(kb, g.Input(kd, tc.rows, hkv, d), 0)
-			vT := g.Store(vb, g.Input(vd, tc.rows, hkv, d), 0)
+			var kT, vT tensor.T
+			if tc.nodes {
+				kT = g.Scale(g.Input(kd, tc.rows, hkv, d), 1)
+				vT = g.Scale(g.Input(vd, tc.rows, hkv, d), 1)
+			} else {
+				kb, _ := c.b.Alloc([]int{tc.rows, hkv, d})
+				vb, _ := c.b.Alloc([]int{tc.rows, hkv, d})
+				kT = g.Store(kb, g.Input(kd, tc.rows, hkv, d), 0)
+				vT = g.Store(vb, g.Input(vd, tc.rows, hkv, d), 0)
+			}
 			s := tc.spec
 			scale := float64(s.Scale)
 			if scale == 0 {
 				scale = float64(float32(1 / math.Sqrt(d)))
+			}
+			// sees is the mask from its definition: causal or in the
+			// query's span, and within the window; everything when
+			// bidirectional
+			sees := func(qp, p int) bool {
+				if s.Bidirectional {
+					return true
+				}
+				ok := p <= qp
+				for _, sp := range s.Spans {
+					ok = ok || sp.Start <= qp && qp < sp.End && sp.Start <= p && p < sp.End
+				}
+				return ok && (s.Window == 0 || p > qp-s.Window)
 			}
 			want := make([]float64, n*hq*d)
 			for i := 0; i < n; i++ {
 				qp := s.QueryPos + i
 				for h := 0; h < hq; h++ {
 					kvh := h / (hq / hkv)
-					lo, hi := 0, s.KeyLen-1
-					if !s.Bidirectional {
-						hi = qp
-						if s.Window > 0 {
-							lo = max(0, qp-s.Window+1)
+					var keys []int
+					for p := 0; p < s.KeyLen; p++ {
+						if sees(qp, p) {
+							keys = append(keys, p)
 						}
+					}
+					row := func(p int) int {
+						if s.Ring > 0 {
+							return p % s.Ring
+						}
+						return p
 					}
 					var sc []float64
 					mx := math.Inf(-1)
-					for p := lo; p <= hi; p++ {
-						row := p
-						if s.Ring > 0 {
-							row = p % s.Ring
-						}
+					for _, p := range keys {
 						var dot float64
 						for j := 0; j < d; j++ {
-							dot += float64(q[(i*hq+h)*d+j]) * float64(kd[(row*hkv+kvh)*d+j])
+							dot += float64(q[(i*hq+h)*d+j]) * float64(kd[(row(p)*hkv+kvh)*d+j])
 						}
 						dot *= scale
 						if s.Softcap > 0 {
@@ -320,18 +350,53 @@ func attention(add func(tensor.Op, string, func(*checker, *tensor.Graph) (tensor
 						sc[k] = math.Exp(sc[k] - mx)
 						sum += sc[k]
 					}
-					for p := lo; p <= hi; p++ {
-						row := p
-						if s.Ring > 0 {
-							row = p % s.Ring
-						}
+					for k, p := range keys {
 						for j := 0; j < d; j++ {
-							want[(i*hq+h)*d+j] += sc[p-lo] / sum * float64(vd[(row*hkv+kvh)*d+j])
+							want[(i*hq+h)*d+j] += sc[k] / sum * float64(vd[(row(p)*hkv+kvh)*d+j])
 						}
 					}
 				}
 			}
 			return g.Attention(g.Input(q, n, hq, d), kT, vT, s), want
+		})
+	}
+}
+
+// media adds the cases of the splice and the average pool.
+func media(add func(tensor.Op, string, func(*checker, *tensor.Graph) (tensor.T, []float64))) {
+	add(tensor.OpSplice, "Splice", func(c *checker, g *tensor.Graph) (tensor.T, []float64) {
+		const n, m, d = 9, 4, 12
+		x, src := c.randn(n*d), c.randn(m*d)
+		from := []int32{-1, 2, 3, -1, -1, 0, 1, -1, 2}
+		var want []float64
+		for r, f := range from {
+			if f < 0 {
+				want = append(want, widen(x[r*d:(r+1)*d])...)
+			} else {
+				want = append(want, widen(src[int(f)*d:(int(f)+1)*d])...)
+			}
+		}
+		return g.Splice(g.Input(x, n, d), g.Input(src, m, d), g.InputInts(from, n)), want
+	})
+	for _, tc := range []struct{ h, w, k, c int }{{8, 8, 2, 5}, {6, 9, 3, 7}, {4, 4, 1, 3}} {
+		add(tensor.OpAvgPool2d, fmt.Sprintf("AvgPool2d/%dx%d-k%d", tc.h, tc.w, tc.k), func(c *checker, g *tensor.Graph) (tensor.T, []float64) {
+			x := c.randn(tc.h * tc.w * tc.c)
+			oh, ow := tc.h/tc.k, tc.w/tc.k
+			want := make([]float64, oh*ow*tc.c)
+			for oy := 0; oy < oh; oy++ {
+				for ox := 0; ox < ow; ox++ {
+					for j := 0; j < tc.c; j++ {
+						var s float64
+						for y := oy * tc.k; y < (oy+1)*tc.k; y++ {
+							for xx := ox * tc.k; xx < (ox+1)*tc.k; xx++ {
+								s += float64(x[(y*tc.w+xx)*tc.c+j])
+							}
+						}
+						want[(oy*ow+ox)*tc.c+j] = s / float64(tc.k*tc.k)
+					}
+				}
+			}
+			return g.AvgPool2d(g.Input(x, tc.h*tc.w, tc.c), tc.h, tc.w, tc.k), want
 		})
 	}
 }

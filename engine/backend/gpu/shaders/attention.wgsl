@@ -29,6 +29,7 @@ const PS: u32 = {{.PS}}u;
 const MAXS: u32 = {{.MaxSplits}}u;
 var<workgroup> done: u32;
 var<workgroup> cw: array<f32, {{.MaxSplits}}>;
+{{end}}{{if .Spans}}@group(0) @binding({{if .Split}}7{{else}}5{{end}}) var<storage, read> SpanEnd: array<u32>;
 {{end}}const D: u32 = {{.D}}u;
 const D4: u32 = {{div .D 4}}u;
 const TP: u32 = {{.TP}}u;
@@ -104,7 +105,9 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 		if (P.window > 0u && qp + 1u > P.window) {
 			lo = qp + 1u - P.window;
 		}
-	}
+{{if .Spans}}		// a query inside a span also sees the span's later keys
+		hi = max(hi, SpanEnd[i]);
+{{end}}	}
 	let span = (hi - lo + P.splits - 1u) / P.splits;
 	let a = lo + s * span;
 	let b = min(hi, a + span);

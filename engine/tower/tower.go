@@ -1,0 +1,35 @@
+// Package tower is the seam between a decoder and the media towers that
+// turn pictures into its soft tokens (docs/design/vision.md): a tower
+// records its forward pass into a graph like a family does, from the
+// media package's pixel values, and says how a processor writes a picture
+// into the prompt. The towers themselves live in subpackages (siglip).
+package tower
+
+import (
+	"hearth/engine/tensor"
+	"hearth/media"
+)
+
+// Vision is a loaded vision tower with its projector into the decoder's
+// embedding space.
+type Vision interface {
+	// Encode records into g the soft tokens of one picture's pixel values
+	// (the model's processor's output): [Prompt().Tokens, decoder hidden].
+	Encode(g *tensor.Graph, px media.Pixels) (tensor.T, error)
+	// Prompt is how a prompt holds each picture.
+	Prompt() Prompt
+}
+
+// Prompt is how a model's processor writes a picture into the prompt:
+// the chat template writes Placeholder's text for each picture, and the
+// processor replaces that text with Before, Begin's text, Tokens times
+// Image's text, End's text and After before it tokenizes (Gemma 3's
+// full_image_sequence). The Image tokens are the rows the tower's output
+// replaces.
+type Prompt struct {
+	Placeholder   int32
+	Begin, End    int32
+	Image         int32
+	Tokens        int
+	Before, After string
+}

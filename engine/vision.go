@@ -1,0 +1,192 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"hearth/engine/checkpoint"
+	"hearth/engine/config"
+	"hearth/engine/family"
+	"hearth/engine/nn"
+	"hearth/engine/tensor"
+	"hearth/engine/tower"
+	"hearth/engine/tower/siglip"
+	"hearth/media"
+)
+
+// visionTowers are the vision towers Hearth runs, by config.json's
+// top-level model_type (docs/design/vision.md).
+var visionTowers = map[string]func(raw []byte, c *config.Config, l *nn.Loader) (tower.Vision, error){
+	"gemma3": siglip.LoadGemma3,
+}
+
+// loadVision binds the checkpoint's vision tower when its weights hold
+// one, Hearth has the tower for its model type and the family splices the
+// tower's output; otherwise the tower's tensors stay unconsumed (and the
+// weight audit names them).
+func loadVision(ck *checkpoint.Checkpoint, fam *family.Family, l *nn.Loader) (tower.Vision, error) {
+	if ck.Towers&family.Vision == 0 || fam.Media == nil || fam.Media(ck.Config)&family.Vision == 0 {
+		return nil, nil
+	}
+	load := visionTowers[ck.Config.ModelType]
+	if load == nil {
+		return nil, nil
+	}
+	v, err := load(ck.ConfigJSON, ck.Config, l)
+	if err != nil {
+		return nil, err
+	}
+	return v, l.Err()
+}
+
+// HasVision reports whether the model's vision tower is loaded: it takes
+// pictures.
+func (m *Model) HasVision() bool { return m.vision != nil }
+
+// VisionPrompt is how the model's prompts hold pictures; ok is false when
+// it takes none.
+func (m *Model) VisionPrompt() (p tower.Prompt, ok bool) {
+	if m.vision == nil {
+		return tower.Prompt{}, false
+	}
+	return m.vision.Prompt(), true
+}
+
+// ErrNoVision is the error of a picture given to a model without a vision
+// tower.
+var ErrNoVision = errors.New("the model has no vision tower")
+
+// EncodeImage runs the vision tower over one picture's pixel values (the
+// model's processor's output) and returns its soft tokens, [tokens,
+// hidden] row by row.
+func (m *Model) EncodeImage(ctx context.Context, px media.Pixels) ([]float32, error) {
+	if m.vision == nil {
+		return nil, ErrNoVision
+	}
+	g := tensor.NewGraph(m.backend)
+	out, err := m.vision.Encode(g, px)
+	if err == nil {
+		err = g.Err()
+	}
+	if err == nil {
+		err = m.backend.Run(ctx, g, out)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("vision tower: %w", err)
+	}
+	data := make([]float32, tensor.Elements(g.Shape(out)))
+	if err := m.backend.Read(out, data); err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
+// Media is a tower's output for one run of a sequence's positions: the
+// embeddings that take the place of those tokens' (an image's soft
+// tokens), [n, hidden] row by row.
+type Media struct {
+	Pos    int // the first position
+	Embeds []float32
+}
+
+// AddMedia makes the sequence's passes take media in place of the token
+// embeddings at their positions: each item must lie past what the
+// sequence holds, apart from the others. A pass that reaches an item
+// covers it whole (longer than a chunk if it must), and a pass over its
+// positions again (after a Trim) takes it again.
+func (s *Sequence) AddMedia(items ...Media) error {
+	hidden := s.m.Checkpoint.Config.HiddenSize
+	for _, it := range items {
+		n := len(it.Embeds) / max(1, hidden)
+		if n == 0 || n*hidden != len(it.Embeds) || it.Pos < s.Len() || it.Pos+n > s.cap {
+			return fmt.Errorf("media of %d values (hidden %d) at position %d of a sequence of %d tokens held, context %d", len(it.Embeds), hidden, it.Pos, s.Len(), s.cap)
+		}
+		for _, o := range s.media {
+			if it.Pos < o.Pos+len(o.Embeds)/hidden && o.Pos < it.Pos+n {
+				return fmt.Errorf("media at positions [%d, %d) overlaps media at [%d, %d)", it.Pos, it.Pos+n, o.Pos, o.Pos+len(o.Embeds)/hidden)
+			}
+		}
+		s.media = append(s.media, it)
+	}
+	slices.SortFunc(s.media, func(a, b Media) int { return a.Pos - b.Pos })
+	return nil
+}
+
+// chunkEnd is where a pass over tokens[i:n] ends, tokens[0] being at
+// position base: a chunk on, unless that cuts a media item; then before
+// the item when text comes first (the item starts the next pass), else at
+// the item's end.
+func (s *Sequence) chunkEnd(base, i, n int) int {
+	end := min(i+s.chunk, n)
+	hidden := s.m.Checkpoint.Config.HiddenSize
+	for _, it := range s.media {
+		ms, me := it.Pos-base, it.Pos+len(it.Embeds)/hidden-base
+		if ms < end && me > end && me > i {
+			if ms > i {
+				return ms
+			}
+			return min(me, n)
+		}
+	}
+	return end
+}
+
+// lastChunk is where the last pass over prompt (appended to what the
+// sequence holds) starts, by chunkEnd's split.
+func (s *Sequence) lastChunk(prompt []int32) int {
+	last := 0
+	for i := 0; i < len(prompt); i = s.chunkEnd(s.Len(), i, len(prompt)) {
+		last = i
+	}
+	return last
+}
+
+// batch is the family.Batch of one pass over tokens (or, with ids set, the
+// token on the device) after what the sequence holds, with the media items
+// it covers recorded into g.
+func (s *Sequence) batch(g *tensor.Graph, tokens []int32, ids tensor.T) (*family.Batch, error) {
+	b := &family.Batch{Tokens: tokens, IDs: ids, Pos: s.Len(), Caches: s.caches}
+	hidden := s.m.Checkpoint.Config.HiddenSize
+	end := b.Pos + len(tokens)
+	for _, it := range s.media {
+		n := len(it.Embeds) / hidden
+		if it.Pos+n <= b.Pos || it.Pos >= end {
+			continue
+		}
+		if it.Pos < b.Pos || it.Pos+n > end {
+			return nil, fmt.Errorf("a pass over positions [%d, %d) cuts media at [%d, %d)", b.Pos, end, it.Pos, it.Pos+n)
+		}
+		if !ids.IsNone() {
+			return nil, errors.New("media in a pass fed by a token on the device")
+		}
+		b.Media = append(b.Media, family.Media{Row: it.Pos - b.Pos, Embeds: g.Input(it.Embeds, n, hidden)})
+	}
+	return b, nil
+}
+
+// addImages preprocesses each picture, runs the vision tower over it and
+// makes seq's prompt pass take its soft tokens at rows[i].
+func (r *Runner) addImages(ctx context.Context, seq *Sequence, images []media.Image, rows []int) error {
+	if len(images) != len(rows) {
+		return fmt.Errorf("%d images for %d image positions", len(images), len(rows))
+	}
+	for i, img := range images {
+		px, err := r.imgProc.Image(img)
+		if err != nil {
+			if errors.Is(err, media.ErrMedia) {
+				return &RequestError{fmt.Errorf("image %d: %w", i+1, err)}
+			}
+			return fmt.Errorf("image %d: %w", i+1, err)
+		}
+		embeds, err := r.model.EncodeImage(ctx, px)
+		if err != nil {
+			return fmt.Errorf("image %d: %w", i+1, err)
+		}
+		if err := seq.AddMedia(Media{Pos: rows[i], Embeds: embeds}); err != nil {
+			return fmt.Errorf("image %d: %w", i+1, err)
+		}
+	}
+	return nil
+}
