@@ -65,6 +65,9 @@ type Options struct {
 	// product to int8 per block of 32 and multiplies with integer dot
 	// products: VNNI on the avx512vnni set (4- and 8-bit weights),
 	// vpmaddubsw on the avx2 set (4-bit weights in groups of 32 or 64).
+	// Prefill's matrix–matrix products (from gemmMinRows input rows) run
+	// the int8 GEMM too (gemm_i8.go: blocks of 64 on avx512vnni where the
+	// group size allows, else 32; 4-bit weights only on avx2).
 	// It is faster and not exact: its error against the oracle is recorded
 	// in docs/design/cpu.md. Other weights, and the generic set, stay exact
 	// (Int8Activations reports whether the set has int8 kernels at all).

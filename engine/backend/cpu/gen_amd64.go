@@ -171,6 +171,8 @@ func main() {
 	g.quantizeI8()
 	g.gemm(avx512, 12, 2)
 	g.gemm(avx2, 6, 2)
+	g.gemmI8(avx512, 6, 2)
+	g.gemmI8(avx2, 2, 2)
 	if err := os.WriteFile(*out, g.b.Bytes(), 0o644); err != nil {
 		log.Fatal(err)
 	}

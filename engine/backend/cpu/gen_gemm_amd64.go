@@ -195,3 +195,154 @@ JNZ %s_loop`, z(0), 2*s.lanes, 4*s.lanes, name))
 	g.ins("VZEROUPPER\nRET")
 	g.p("")
 }
+
+// gemmI8 writes the int8-activation GEMM microkernel (prefill with
+// Options.Int8Activations):
+//
+//	func gemmI8ISA(blocks, steps int, w *byte, sc, bi *float32, x *int8, d, xs, c *float32, accumulate bool)
+//
+// C[mr×nr] (+)= Σ over blocks of activation blocks (steps·4 elements):
+// cvt(Σ_k w·x)·(sc·d) + bi·xs, where, per 4-element step, w holds one dword
+// per weight row (nr rows: 4 unsigned weight levels), x one dword per token
+// (mr tokens: 4 signed int8 activations, broadcast to every lane); sc and bi
+// are per block and weight row (the row's group scale and bias), d and xs
+// per block and token (the activation block's scale and its exact float
+// sum). Lanes are weight rows, so C's rows are tokens and need no
+// transpose. On VNNI (avx512) each step is one VPDPBUSD per accumulator; on
+// AVX2 it is VPMADDUBSW into 16-bit sums (4-bit levels only: 8 steps of
+// 2·15·127 stay below 2¹⁵), widened by VPMADDWD once per block, so there a
+// block is at most 8 steps.
+func (g *gen) gemmI8(s isa, mr, nv int) {
+	name := "gemmI8" + s.name
+	if s.name == "AVX512" {
+		name = "gemmI8VNNI"
+	}
+	z := s.r
+	nr := nv * s.lanes
+	vb := s.lanes * 4
+	facc := func(i, j int) string { return z(i*nv + j) }
+	iacc := func(i, j int) string { return z(mr*nv + i*nv + j) }
+	g.p("// func %s(blocks, steps int, w *byte, sc, bi *float32, x *int8, d, xs, c *float32, accumulate bool)", name)
+	g.p("TEXT ·%s(SB), NOSPLIT, $0-73", name)
+	g.ins(`
+MOVQ blocks+0(FP), R12
+MOVQ steps+8(FP), R13
+MOVQ w+16(FP), SI
+MOVQ sc+24(FP), R8
+MOVQ bi+32(FP), R9
+MOVQ x+40(FP), BX
+MOVQ d+48(FP), R10
+MOVQ xs+56(FP), R11
+MOVQ c+64(FP), DI`)
+	for i := 0; i < mr; i++ {
+		for j := 0; j < nv; j++ {
+			g.ins(fmt.Sprintf("%s %s, %s, %s", s.zero, facc(i, j), facc(i, j), facc(i, j)))
+		}
+	}
+	if s.name == "AVX512" {
+		// Z0–Z11 float sums, Z12–Z23 int sums, Z24–Z25 weights, Z26–Z27
+		// scales, Z28–Z29 biases, Z30 scale·d
+		g.p("%s_block:", name)
+		for i := 0; i < mr; i++ {
+			for j := 0; j < nv; j++ {
+				g.ins(fmt.Sprintf("VPXORD %s, %s, %s", iacc(i, j), iacc(i, j), iacc(i, j)))
+			}
+		}
+		g.ins("MOVQ R13, DX")
+		g.p("%s_step:", name)
+		for j := 0; j < nv; j++ {
+			g.ins(fmt.Sprintf("VMOVDQU32 %d(SI), %s", j*vb, z(24+j)))
+		}
+		for i := 0; i < mr; i++ {
+			for j := 0; j < nv; j++ {
+				g.ins(fmt.Sprintf("VPDPBUSD.BCST %d(BX), %s, %s", 4*i, z(24+j), iacc(i, j)))
+			}
+		}
+		g.ins(fmt.Sprintf(`
+ADDQ $%d, SI
+ADDQ $%d, BX
+DECQ DX
+JNZ %s_step`, nr*4, mr*4, name))
+		for j := 0; j < nv; j++ {
+			g.ins(fmt.Sprintf("VMOVUPS %d(R8), %s\nVMOVUPS %d(R9), %s", j*vb, z(26+j), j*vb, z(28+j)))
+		}
+		for i := 0; i < mr; i++ {
+			for j := 0; j < nv; j++ {
+				g.ins(fmt.Sprintf(`
+VMULPS.BCST %[1]d(R10), %[2]s, Z30
+VCVTDQ2PS %[3]s, %[3]s
+VFMADD231PS Z30, %[3]s, %[4]s
+VFMADD231PS.BCST %[1]d(R11), %[5]s, %[4]s`, 4*i, z(26+j), iacc(i, j), facc(i, j), z(28+j)))
+			}
+		}
+	} else {
+		// Y0–Y3 float sums, Y4–Y7 16-bit sums, Y8–Y9 weights (then scales
+		// and biases), Y10 activations, Y11 products, Y15 ones
+		g.ins("VPBROADCASTD ones16<>(SB), Y15")
+		g.p("%s_block:", name)
+		for i := 0; i < mr; i++ {
+			for j := 0; j < nv; j++ {
+				g.ins(fmt.Sprintf("VPXOR %s, %s, %s", iacc(i, j), iacc(i, j), iacc(i, j)))
+			}
+		}
+		g.ins("MOVQ R13, DX")
+		g.p("%s_step:", name)
+		for j := 0; j < nv; j++ {
+			g.ins(fmt.Sprintf("VMOVDQU %d(SI), %s", j*vb, z(8+j)))
+		}
+		for i := 0; i < mr; i++ {
+			g.ins(fmt.Sprintf("VPBROADCASTD %d(BX), Y10", 4*i))
+			for j := 0; j < nv; j++ {
+				g.ins(fmt.Sprintf("VPMADDUBSW Y10, %s, Y11\nVPADDW Y11, %s, %s", z(8+j), iacc(i, j), iacc(i, j)))
+			}
+		}
+		g.ins(fmt.Sprintf(`
+ADDQ $%d, SI
+ADDQ $%d, BX
+DECQ DX
+JNZ %s_step`, nr*4, mr*4, name))
+		for j := 0; j < nv; j++ {
+			g.ins(fmt.Sprintf("VMOVUPS %d(R8), %s", j*vb, z(8+j)))
+		}
+		for i := 0; i < mr; i++ {
+			g.ins(fmt.Sprintf("VBROADCASTSS %d(R10), Y10", 4*i))
+			for j := 0; j < nv; j++ {
+				g.ins(fmt.Sprintf(`
+VPMADDWD Y15, %[1]s, %[1]s
+VCVTDQ2PS %[1]s, %[1]s
+VMULPS Y10, %[2]s, Y11
+VFMADD231PS Y11, %[1]s, %[3]s`, iacc(i, j), z(8+j), facc(i, j)))
+			}
+		}
+		for j := 0; j < nv; j++ {
+			g.ins(fmt.Sprintf("VMOVUPS %d(R9), %s", j*vb, z(8+j)))
+		}
+		for i := 0; i < mr; i++ {
+			g.ins(fmt.Sprintf("VBROADCASTSS %d(R11), Y10", 4*i))
+			for j := 0; j < nv; j++ {
+				g.ins(fmt.Sprintf("VFMADD231PS Y10, %s, %s", z(8+j), facc(i, j)))
+			}
+		}
+	}
+	g.ins(fmt.Sprintf(`
+ADDQ $%[1]d, R8
+ADDQ $%[1]d, R9
+ADDQ $%[2]d, R10
+ADDQ $%[2]d, R11
+DECQ R12
+JNZ %[3]s_block`, nr*4, mr*4, name))
+	g.ins(fmt.Sprintf("MOVBLZX accumulate+72(FP), AX\nTESTQ AX, AX\nJZ %s_store", name))
+	for i := 0; i < mr; i++ {
+		for j := 0; j < nv; j++ {
+			g.ins(fmt.Sprintf("VADDPS %d(DI), %s, %s", (i*nr+j*s.lanes)*4, facc(i, j), facc(i, j)))
+		}
+	}
+	g.p("%s_store:", name)
+	for i := 0; i < mr; i++ {
+		for j := 0; j < nv; j++ {
+			g.ins(fmt.Sprintf("VMOVUPS %s, %d(DI)", facc(i, j), (i*nr+j*s.lanes)*4))
+		}
+	}
+	g.ins("VZEROUPPER\nRET")
+	g.p("")
+}

@@ -35,6 +35,16 @@ type kernels struct {
 	mr, nr int
 	gemm   func(kc int, a []float32, lda int, b, c []float32, ldc int, accumulate bool)
 
+	// gemmI8 is the int8-activation GEMM microkernel (gemm_i8.go): C
+	// [i8mr tokens × i8nr weight rows] (+)= blocks activation blocks of
+	// steps 4-element steps. nil: prefill stays on the float GEMM even
+	// with Int8Activations. i8steps is the most steps a block may have
+	// (AVX2's 16-bit sums hold 8); i8gemm8 says it takes 8-bit weights.
+	i8mr, i8nr int
+	i8steps    int
+	i8gemm8    bool
+	gemmI8     func(blocks, steps int, w []uint32, sc, bi []float32, x []uint32, d, xs, c []float32, accumulate bool)
+
 	// i8 holds the int8-activation kernels (Options.Int8Activations),
 	// by weight bits, group size and f16 scales; nil without them.
 	i8 map[i8key]i8fn

@@ -69,6 +69,8 @@ var avx512VNNIKernels = func() *kernels {
 		}
 		qcall(a, 4, q4BF16AVX512, q4F16AVX512)
 	}
+	// the int8 GEMM: 6×32 VPDPBUSD, blocks of up to 64, 4- and 8-bit
+	k.i8mr, k.i8nr, k.i8steps, k.i8gemm8, k.gemmI8 = 6, 32, 16, true, gemmI8VNNIKernel
 	k.quantI8 = func(x []float32, xq8, xq4 []int8, dv8, dv4 []float32, c4 int) {
 		n := len(x)
 		if n%c4 != 0 || c4%32 != 0 || len(xq8) < n || len(xq4) < n || len(dv8) < n/4 || len(dv4) < n/8 {
@@ -107,7 +109,11 @@ var avx2Kernels = &kernels{
 		{4, 32, true, true}: q4I8H32F16AVX2, {4, 64, true, true}: q4I8H64F16AVX2,
 	},
 	i8half: true,
-	mr:     6, nr: 16,
+	i8mr:   2, i8nr: 16, i8steps: 8,
+	gemmI8: func(blocks, steps int, w []uint32, sc, bi []float32, x []uint32, d, xs, c []float32, accumulate bool) {
+		gemmI8Call(2, 16, blocks, steps, w, sc, bi, x, d, xs, c, accumulate, gemmI8AVX2)
+	},
+	mr: 6, nr: 16,
 	gemm: func(kc int, a []float32, lda int, b, c []float32, ldc int, accumulate bool) {
 		_, _, _ = a[5*lda+kc-1], b[kc*16-1], c[5*ldc+15]
 		gemmAVX2(kc, &a[0], lda, &b[0], &c[0], ldc, accumulate)
@@ -116,6 +122,24 @@ var avx2Kernels = &kernels{
 	axpy:   func(alpha float32, x, y []float32) { axpyCall(alpha, x, y, 8, axpyAVX2) },
 	expSum: func(x []float32, mx float32) float32 { return expSumCall(x, mx, 8, expSumAVX2) },
 	silu:   func(x, out []float32) { siluCall(x, out, 8, siluAVX2) },
+}
+
+// gemmI8VNNIKernel runs gemmI8VNNI, the 6×32 AVX-512 VNNI int8 GEMM
+// microkernel (blocks of up to 16 steps, 4- and 8-bit levels).
+func gemmI8VNNIKernel(blocks, steps int, w []uint32, sc, bi []float32, x []uint32, d, xs, c []float32, accumulate bool) {
+	gemmI8Call(6, 32, blocks, steps, w, sc, bi, x, d, xs, c, accumulate, gemmI8VNNI)
+}
+
+type gemmI8Fn func(blocks, steps int, w *byte, sc, bi *float32, x *int8, d, xs, c *float32, accumulate bool)
+
+// gemmI8Call checks the slices against an mr×nr tile of blocks·steps
+// 4-element steps and runs an int8 GEMM microkernel.
+func gemmI8Call(mr, nr, blocks, steps int, w []uint32, sc, bi []float32, x []uint32, d, xs, c []float32, accumulate bool, fn gemmI8Fn) {
+	if blocks <= 0 || steps <= 0 || len(w) < blocks*steps*nr || len(sc) < blocks*nr || len(bi) < blocks*nr ||
+		len(x) < blocks*steps*mr || len(d) < blocks*mr || len(xs) < blocks*mr || len(c) < mr*nr {
+		panic("cpu: int8 GEMM kernel arguments do not fit the shape")
+	}
+	fn(blocks, steps, (*byte)(unsafe.Pointer(&w[0])), &sc[0], &bi[0], (*int8)(unsafe.Pointer(&x[0])), &d[0], &xs[0], &c[0], accumulate)
 }
 
 type qfn func(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, blocks int)
@@ -487,3 +511,17 @@ func gemmAVX512(kc int, a *float32, lda int, b, c *float32, ldc int, accumulate 
 
 //go:noescape
 func gemmAVX2(kc int, a *float32, lda int, b, c *float32, ldc int, accumulate bool)
+
+//go:noescape
+func gemmI8VNNI(blocks, steps int, w *byte, sc, bi *float32, x *int8, d, xs, c *float32, accumulate bool)
+
+//go:noescape
+func gemmI8AVX2(blocks, steps int, w *byte, sc, bi *float32, x *int8, d, xs, c *float32, accumulate bool)
+
+// gemmI8VNNIKernelOrNil is gemmI8VNNIKernel (nil off amd64), for the tests.
+func gemmI8VNNIKernelOrNil() func(blocks, steps int, w []uint32, sc, bi []float32, x []uint32, d, xs, c []float32, accumulate bool) {
+	return gemmI8VNNIKernel
+}
+
+// avx2KernelsOrNil is the avx2 set (nil off amd64), for the benchmarks.
+func avx2KernelsOrNil() *kernels { return avx2Kernels }

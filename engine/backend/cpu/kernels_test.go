@@ -220,19 +220,24 @@ func TestExp32(t *testing.T) {
 // differ from the exact product: Σ |w|·d_b/2, each input moving by at most
 // half a quantization step.
 func refInt8(x []float32, w *tensor.Weight) (out, bound []float64) {
+	return refInt8Block(x, w, 32)
+}
+
+// refInt8Block is refInt8 with the input quantized per block of ab.
+func refInt8Block(x []float32, w *tensor.Weight, ab int) (out, bound []float64) {
 	n, k := w.Shape[0], w.Shape[1]
 	xq := make([]float64, k)
 	step := make([]float64, k)
-	for b := 0; b < k/32; b++ {
+	for b := 0; b < k/ab; b++ {
 		var amax float32
-		for _, v := range x[b*32 : b*32+32] {
+		for _, v := range x[b*ab : b*ab+ab] {
 			amax = max(amax, v, -v)
 		}
 		d, inv := amax/127, float32(0)
 		if amax > 0 {
 			inv = 127 / amax
 		}
-		for i := b * 32; i < b*32+32; i++ {
+		for i := b * ab; i < b*ab+ab; i++ {
 			xq[i] = float64(d) * max(-127, min(127, math.RoundToEven(float64(x[i]*inv))))
 			step[i] = float64(d) / 2
 		}
@@ -329,6 +334,212 @@ func TestInt8Activations(t *testing.T) {
 						}
 					}
 				})
+			}
+		}
+	}
+}
+
+// TestInt8GEMM checks the int8-activation GEMM (prefill with
+// Int8Activations) against the same arithmetic in float64, and its
+// distance from the exact product against the bound the input rounding
+// allows: each input moves by at most half a step, max|x|/254 of its
+// block (32 elements, or 64 where the kernel set and the group size allow).
+// Formats the set's int8 GEMM does not take must stay exact.
+func TestInt8GEMM(t *testing.T) {
+	var sets []*kernels
+	for _, ks := range KernelSets() {
+		if k, _ := kernelsNamed(ks); k.gemmI8 != nil {
+			sets = append(sets, k)
+		}
+	}
+	// the driver with the Go microkernel at each assembly kernel's shape
+	// (avx2's 2×16 with blocks of 32; avx512vnni's 6×32 with blocks of 64
+	// and 8-bit weights), so both shapes run on every machine
+	for _, sh := range []struct {
+		name          string
+		mr, nr, steps int
+		eight         bool
+	}{{"go2x16", 2, 16, 8, false}, {"go6x32", 6, 32, 16, true}} {
+		k := *generic
+		k.name, k.i8mr, k.i8nr, k.i8steps, k.i8gemm8 = sh.name, sh.mr, sh.nr, sh.steps, sh.eight
+		mr, nr := sh.mr, sh.nr
+		k.gemmI8 = func(blocks, steps int, w []uint32, sc, bi []float32, x []uint32, d, xs, c []float32, accumulate bool) {
+			gemmI8Go(mr, nr, blocks, steps, w, sc, bi, x, d, xs, c, accumulate)
+		}
+		sets = append(sets, &k)
+	}
+	shapes := []struct{ m, n, k int }{
+		{gemmMinRows, 33, 256}, {29, 70, 640}, {41, 64, 1024 + 128}, {gemmMinRows + 1, 16, 2048}, {64, 100, 128},
+	}
+	fs := []weightFormat{formats[3], formats[4], formats[5], formats[6], formats[7], formats[8], formats[9], formats[11], formats[13]}
+	for _, kern := range sets {
+		for _, f := range fs {
+			for _, sh := range shapes {
+				if sh.k%f.group != 0 {
+					continue
+				}
+				t.Run(fmt.Sprintf("%s/%s/%dx%dx%d", kern.name, f.name, sh.m, sh.n, sh.k), func(t *testing.T) {
+					rng := rand.New(rand.NewPCG(uint64(sh.m), uint64(sh.k+sh.n)))
+					b := New(Options{Threads: 3, Kernels: "generic"})
+					defer b.Close()
+					b.k, b.int8 = kern, true
+					// a fused pair of weights of the format, so items span two
+					w1, w2 := randomWeight(rng, f, sh.n, sh.k), randomWeight(rng, f, sh.n+5, sh.k)
+					t1, err := b.Upload(w1)
+					if err != nil {
+						t.Fatal(err)
+					}
+					t2, err := b.Upload(w2)
+					if err != nil {
+						t.Fatal(err)
+					}
+					x := make([]float32, sh.m*sh.k)
+					for i := range x {
+						x[i] = float32(rng.NormFloat64())
+					}
+					for i := 0; i < 40 && i < sh.k; i++ {
+						x[i] = 0 // an all-zero block in the first row
+					}
+					g := tensor.NewGraph(b)
+					in := g.Input(x, sh.m, sh.k)
+					o1, o2 := g.MatMul(in, t1), g.MatMul(in, t2)
+					if err := b.Run(context.Background(), g, o1, o2); err != nil {
+						t.Fatal(err)
+					}
+					ab := kern.gemmI8Block([]*mat{newMat(&w1)})
+					for wi, c := range []struct {
+						w   *tensor.Weight
+						out tensor.T
+					}{{&w1, o1}, {&w2, o2}} {
+						n := c.w.Shape[0]
+						got := make([]float32, sh.m*n)
+						if err := b.Read(c.out, got); err != nil {
+							t.Fatal(err)
+						}
+						exact, scale := refMatMul(x, c.w, sh.m, sh.k)
+						for r := 0; r < sh.m; r++ {
+							var want, bound []float64
+							if ab > 0 {
+								want, bound = refInt8Block(x[r*sh.k:(r+1)*sh.k], c.w, ab)
+							}
+							for j := 0; j < n; j++ {
+								i := r*n + j
+								d := math.Abs(float64(got[i]) - exact[i])
+								if ab == 0 {
+									if !(d <= 2e-6*scale[i]+1e-6) {
+										t.Fatalf("weight %d out[%d,%d] = %v, want the exact %v", wi, r, j, got[i], exact[i])
+									}
+									continue
+								}
+								if dq := math.Abs(float64(got[i]) - want[j]); !(dq <= 2e-6*scale[i]+1e-5) {
+									t.Fatalf("weight %d out[%d,%d] = %v, int8 reference %v (|Δ| %.3g)", wi, r, j, got[i], want[j], dq)
+								}
+								if !(d <= bound[j]+2e-6*scale[i]+1e-5) {
+									t.Fatalf("weight %d out[%d,%d] = %v, exact %v: |Δ| %.3g is past the int8 bound %.3g", wi, r, j, got[i], exact[i], d, bound[j])
+								}
+							}
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestInt8GEMMAllocs checks that an int8 GEMM allocates nothing once its
+// plan and scratch exist (on one thread: with more, a worker that took no
+// item yet grows its scratch when it first does).
+func TestInt8GEMMAllocs(t *testing.T) {
+	for _, ks := range KernelSets() {
+		if k, _ := kernelsNamed(ks); k.gemmI8 == nil {
+			continue
+		}
+		rng := rand.New(rand.NewPCG(31, 32))
+		b := New(Options{Threads: 1, Kernels: ks, Int8Activations: true})
+		wt, err := b.Upload(randomWeight(rng, formats[3], 40, 256))
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := make([]float32, 20*256)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		g := tensor.NewGraph(b)
+		out := g.MatMul(g.Input(x, 20, 256), wt)
+		run := func() {
+			if err := b.Run(context.Background(), g, out); err != nil {
+				t.Fatal(err)
+			}
+		}
+		run()
+		if n := testing.AllocsPerRun(3, run); n != 0 {
+			t.Errorf("%s: %v allocations per run, want 0", ks, n)
+		}
+		b.Close()
+	}
+}
+
+// TestGemmI8Kernels checks each int8 GEMM microkernel this CPU runs
+// against gemmI8Go on random levels,
+// activations, scales and sums, with and without accumulating: the same
+// integer sums, and float results equal up to rounding (the assembly
+// fuses multiply and add).
+func TestGemmI8Kernels(t *testing.T) {
+	type kern struct {
+		name          string
+		mr, nr, steps int
+		levels        int
+		fn            func(blocks, steps int, w []uint32, sc, bi []float32, x []uint32, d, xs, c []float32, accumulate bool)
+	}
+	var ks []kern
+	for _, name := range KernelSets() {
+		k, _ := kernelsNamed(name)
+		if k.gemmI8 != nil {
+			ks = append(ks, kern{name, k.i8mr, k.i8nr, k.i8steps, 16, k.gemmI8})
+		}
+		if name == "avx512vnni" {
+			// also with 8-bit levels (the set's entry above checks 4-bit)
+			ks = append(ks, kern{"vnni-8bit", 6, 32, 16, 256, gemmI8VNNIKernelOrNil()})
+		}
+	}
+	if len(ks) == 0 {
+		t.Skip("no int8 GEMM microkernel on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(21, 22))
+	for _, k := range ks {
+		for _, steps := range []int{k.steps, 8} {
+			for _, acc := range []bool{false, true} {
+				const blocks = 3
+				w := make([]uint32, blocks*steps*k.nr)
+				for i := range w {
+					for b := 0; b < 4; b++ {
+						w[i] |= uint32(rng.IntN(k.levels)) << (8 * b)
+					}
+				}
+				x := make([]uint32, blocks*steps*k.mr)
+				for i := range x {
+					for b := 0; b < 4; b++ {
+						x[i] |= uint32(uint8(int8(rng.IntN(255)-127))) << (8 * b)
+					}
+				}
+				rnd := func(n int, s float64) []float32 {
+					v := make([]float32, n)
+					for i := range v {
+						v[i] = float32(rng.NormFloat64() * s)
+					}
+					return v
+				}
+				sc, bi := rnd(blocks*k.nr, 0.01), rnd(blocks*k.nr, 0.1)
+				d, xs := rnd(blocks*k.mr, 0.02), rnd(blocks*k.mr, 3)
+				c0 := rnd(k.mr*k.nr, 1)
+				got, want := append([]float32(nil), c0...), append([]float32(nil), c0...)
+				k.fn(blocks, steps, w, sc, bi, x, d, xs, got, acc)
+				gemmI8Go(k.mr, k.nr, blocks, steps, w, sc, bi, x, d, xs, want, acc)
+				for i := range want {
+					if d := math.Abs(float64(got[i] - want[i])); d > 1e-5*(1+math.Abs(float64(want[i]))) {
+						t.Fatalf("%s steps %d accumulate %v: c[%d] = %v, Go kernel %v", k.name, steps, acc, i, got[i], want[i])
+					}
+				}
 			}
 		}
 	}
@@ -436,6 +647,42 @@ func TestSiLU(t *testing.T) {
 			if d := math.Abs(float64(out[i]) - want); d > 1e-6*(1+math.Abs(want)) {
 				t.Errorf("%s: silu(%v) = %v, want %v", ks, v, out[i], want)
 			}
+		}
+	}
+}
+
+// gemmI8Go is the int8 GEMM microkernel in Go, for any mr×nr: what the
+// assembly kernels compute, in the same order per lane (the tests run the
+// driver with it at the assembly kernels' shapes).
+func gemmI8Go(mr, nr, blocks, steps int, w []uint32, sc, bi []float32, x []uint32, d, xs, c []float32, accumulate bool) {
+	acc := make([]float32, mr*nr)
+	sum := make([]int32, mr*nr)
+	for blk := 0; blk < blocks; blk++ {
+		clear(sum)
+		for s := 0; s < steps; s++ {
+			ws := w[(blk*steps+s)*nr : (blk*steps+s+1)*nr]
+			xv := x[(blk*steps+s)*mr : (blk*steps+s+1)*mr]
+			for i := 0; i < mr; i++ {
+				for j, v := range ws {
+					for b := 0; b < 4; b++ {
+						sum[i*nr+j] += int32(uint8(v>>(8*b))) * int32(int8(xv[i]>>(8*b)))
+					}
+				}
+			}
+		}
+		for i := 0; i < mr; i++ {
+			for j := 0; j < nr; j++ {
+				f := sc[blk*nr+j] * d[blk*mr+i]
+				a := float32(float32(sum[i*nr+j])*f) + acc[i*nr+j]
+				acc[i*nr+j] = float32(bi[blk*nr+j]*xs[blk*mr+i]) + a
+			}
+		}
+	}
+	for i := range acc {
+		if accumulate {
+			c[i] += acc[i]
+		} else {
+			c[i] = acc[i]
 		}
 	}
 }

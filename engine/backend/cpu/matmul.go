@@ -424,6 +424,9 @@ func (t *packXTask) run(_, lo, hi int) {
 }
 
 func (b *Backend) gemm(x []float32, m, k int, mats []*mat, outs [][]float32) {
+	if b.int8 && b.gemmI8(x, m, k, mats, outs) {
+		return
+	}
 	mr, nr := b.k.mr, b.k.nr
 	panels := (m + nr - 1) / nr
 	px := &b.tasks.packX

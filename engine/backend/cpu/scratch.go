@@ -7,6 +7,9 @@ type scratch struct {
 	xp, xsum, xt []float32
 	xq4, xq8     []int8
 	dv4, dv8     []float32
+	// int8 GEMM: the quantized input panels, block scales and sums
+	gq     []uint32
+	gd, gs []float32
 	// ExpertMatMul: per-expert counts and fill cursors, (token, slot)
 	// pairs bucketed by expert, gathered inputs and outputs
 	moeCount, moeFill, moePairs, moeIDs []int
@@ -17,6 +20,8 @@ type scratch struct {
 // workerScratch is one worker's private memory.
 type workerScratch struct {
 	tile, strip []float32 // GEMM
+	i8tile      []uint32  // int8 GEMM: a weight tile's levels
+	i8sc, i8bi  []float32 // int8 GEMM: the tile's scales and biases per block
 	scores      []float32 // attention
 	rope        []float32 // RoPE's cos and sin
 	aq, akt, as []float32 // blocked attention: Q, Kᵀ panels, scores
@@ -49,6 +54,8 @@ type tasks struct {
 	mv        mvTask
 	gemm      gemmTask
 	packX     packXTask
+	gemmI8    gemmI8Task
+	quantX    quantXTask
 	attn      attnTask
 	attnBlock attnBlockTask
 	ew        ewTask
