@@ -185,23 +185,21 @@ func (o Options) synthesize() (string, error) {
 
 // weightBytes fills the checkpoint size and the bytes one decode step
 // reads: every tensor, except that an untied embedding table is read one
-// row at a time (a tied one is read whole as the output head).
+// row at a time (a tied one is read whole as the output head), and so is
+// a table of per-layer input embeddings (Gemma 4's embed_tokens_per_layer).
 func (r *Report) weightBytes(ck *checkpoint.Checkpoint) {
 	sum := ck.Weights
 	r.WeightBytes = sum.Bytes
 	r.Params = sum.ParamCount
 	tied := ck.Config.TieWordEmbeddings
-	var embed int64
+	var rowWise int64
 	for _, t := range sum.Tensors {
 		base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(t.Name, ".weight"), ".scales"), ".biases")
-		if strings.HasSuffix(base, "embed_tokens") {
-			embed += t.Length
+		if strings.HasSuffix(base, "embed_tokens_per_layer") || (!tied && strings.HasSuffix(base, "embed_tokens")) {
+			rowWise += t.Length
 		}
 	}
-	r.WeightBytesPerToken = sum.Bytes
-	if !tied {
-		r.WeightBytesPerToken -= embed
-	}
+	r.WeightBytesPerToken = sum.Bytes - rowWise
 }
 
 // bandwidth measures the streaming-read bandwidth of the memory the

@@ -76,7 +76,11 @@ func TestShapeConfigs(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s %s: %v", name, qn, err)
 			}
-			if c.HeadDim != s.HeadDim || c.NumKeyValueHeads != s.NumKeyValueHeads || c.TieWordEmbeddings != s.TieWordEmbeddings || c.SlidingWindow != 0 {
+			window := 0
+			if s.Gemma4 != nil {
+				window = s.Gemma4.SlidingWindow
+			}
+			if c.HeadDim != s.HeadDim || c.NumKeyValueHeads != s.NumKeyValueHeads || c.TieWordEmbeddings != s.TieWordEmbeddings || c.SlidingWindow != window {
 				t.Errorf("%s: parsed head_dim %d, kv heads %d, tied %v, window %d", name, c.HeadDim, c.NumKeyValueHeads, c.TieWordEmbeddings, c.SlidingWindow)
 			}
 		}

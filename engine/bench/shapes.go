@@ -26,6 +26,55 @@ type Shape struct {
 	// RopeScaling is the rope_scaling object (Llama 3's), or nil.
 	RopeScaling map[string]any
 	MaxPosition int
+	// Gemma4 and Qwen35 make the shape one of the targeted families'
+	// (engine/family/gemma4, engine/family/qwen35): their own config keys
+	// and tensors, run through those families' graphs. At most one is set.
+	Gemma4 *Gemma4Shape
+	Qwen35 *Qwen35Shape
+}
+
+// Gemma4Shape is what a Gemma 4 text decoder (model_type gemma4_text) adds:
+// the config keys engine/family/gemma4 reads.
+type Gemma4Shape struct {
+	GlobalHeadDim  int     // global_head_dim: the head size of full-attention layers
+	PerLayerInput  int     // hidden_size_per_layer_input (PLE width; 0: none)
+	PerLayerVocab  int     // vocab_size_per_layer_input
+	KVSharedLayers int     // num_kv_shared_layers
+	SlidingWindow  int     // sliding_window
+	FullEvery      int     // every FullEvery-th layer is full attention, the rest sliding
+	FinalSoftcap   float64 // final_logit_softcapping
+	DoubleWideMLP  bool    // use_double_wide_mlp (the shared layers' MLPs twice as wide)
+	FullRopeTheta  float64 // proportional rope of the full layers (RopeTheta: the sliding ones')
+	FullRotary     float64 // its partial_rotary_factor
+}
+
+// Qwen35Shape is what a dense Qwen 3.5 text decoder (model_type
+// qwen3_5_text) adds: the Gated DeltaNet layers' sizes and the gated full
+// attention's partial rope, as engine/family/qwen35 reads them.
+type Qwen35Shape struct {
+	ConvKernel    int // linear_conv_kernel_dim
+	KeyHeadDim    int // linear_key_head_dim
+	ValueHeadDim  int // linear_value_head_dim
+	KeyHeads      int // linear_num_key_heads
+	ValueHeads    int // linear_num_value_heads
+	FullEvery     int // full_attention_interval: every FullEvery-th layer is full attention
+	PartialRotary float64
+}
+
+// layerTypes is the layer_types list of a targeted family's shape.
+func (s Shape) layerTypes() []string {
+	out := make([]string, s.NumHiddenLayers)
+	for i := range out {
+		switch {
+		case s.Gemma4 != nil && (i+1)%s.Gemma4.FullEvery != 0:
+			out[i] = "sliding_attention"
+		case s.Qwen35 != nil && (i+1)%s.Qwen35.FullEvery != 0:
+			out[i] = "linear_attention"
+		default:
+			out[i] = "full_attention"
+		}
+	}
+	return out
 }
 
 var llama3Rope = func(factor float64) map[string]any {
@@ -66,6 +115,54 @@ var shapes = map[string]Shape{
 		TieWordEmbeddings: true, RMSNormEps: 1e-6, RopeTheta: 1000000,
 		MaxPosition: 40960,
 	},
+	// Gemma 4 E4B's text decoder: 42 layers, five sliding (window 512,
+	// head 256) to one full (head 512, proportional rope on a quarter of
+	// it); the last 18 layers read the keys and values of the last earlier
+	// layer of their type; per-layer input embeddings (PLE) 256 wide from a
+	// 262144 × (42·256) table. No google/gemma-4-E4B config.json was
+	// reachable from here: the numbers are the text_config that ollama's
+	// Gemma 4 port tests its parser with (ollama/ollama,
+	// x/models/gemma4/gemma4_test.go, TestParseTextConfigE4B), and agree
+	// with NVIDIA Megatron-Bridge's Gemma 4 E4B recipe (42 layers, hidden
+	// 2560, FFN 10240, 8 heads, 2 KV heads, global head 512, PLE 262144 ×
+	// 256, 18 shared-KV layers) and gemma.cpp's E4B config (window 512,
+	// final cap 30). Less certain: max_position_embeddings (131072, from
+	// the same test; it only sizes the rope tables) and the rope thetas
+	// (10000 sliding, 1e6 full, partial 0.25: the same test and
+	// Megatron-Bridge). The audio and vision towers are not part of the
+	// shape (this port runs text only).
+	"gemma-4-e4b": {
+		Name: "gemma-4-e4b", ModelType: "gemma4_text",
+		HiddenSize: 2560, IntermediateSize: 10240, NumHiddenLayers: 42,
+		NumAttentionHeads: 8, NumKeyValueHeads: 2, HeadDim: 256, VocabSize: 262144,
+		TieWordEmbeddings: true, RMSNormEps: 1e-6, RopeTheta: 10000, MaxPosition: 131072,
+		Gemma4: &Gemma4Shape{
+			GlobalHeadDim: 512, PerLayerInput: 256, PerLayerVocab: 262144, KVSharedLayers: 18,
+			SlidingWindow: 512, FullEvery: 6, FinalSoftcap: 30, FullRopeTheta: 1e6, FullRotary: 0.25,
+		},
+	},
+	// Qwen 3.5's dense text decoders: three Gated DeltaNet layers (16 key
+	// heads, 32 value heads, 128 wide each, conv 4) to one gated full
+	// attention layer (16 heads, 4 KV heads of 256, rope on a quarter);
+	// vocabulary 248320. The numbers are those of the published
+	// Qwen/Qwen3.5-4B and -9B config.json files, as written out in
+	// engine/family/qwen35/testdata/configs (which TestPublishedConfigs
+	// pins to the named sizes). The vision tower and the multi-token-
+	// prediction head are not part of the shape.
+	"qwen3.5-4b": {
+		Name: "qwen3.5-4b", ModelType: "qwen3_5_text",
+		HiddenSize: 2560, IntermediateSize: 9216, NumHiddenLayers: 32,
+		NumAttentionHeads: 16, NumKeyValueHeads: 4, HeadDim: 256, VocabSize: 248320,
+		TieWordEmbeddings: true, RMSNormEps: 1e-6, RopeTheta: 10000000, MaxPosition: 262144,
+		Qwen35: &qwen35Published,
+	},
+	"qwen3.5-9b": {
+		Name: "qwen3.5-9b", ModelType: "qwen3_5_text",
+		HiddenSize: 4096, IntermediateSize: 12288, NumHiddenLayers: 32,
+		NumAttentionHeads: 16, NumKeyValueHeads: 4, HeadDim: 256, VocabSize: 248320,
+		TieWordEmbeddings: false, RMSNormEps: 1e-6, RopeTheta: 10000000, MaxPosition: 262144,
+		Qwen35: &qwen35Published,
+	},
 	// a tiny Llama for tests of the benchmark itself; Shapes leaves it out
 	testShape: {
 		Name: testShape, ModelType: "llama",
@@ -73,6 +170,13 @@ var shapes = map[string]Shape{
 		NumAttentionHeads: 4, NumKeyValueHeads: 2, HeadDim: 32, VocabSize: 320,
 		TieWordEmbeddings: true, RMSNormEps: 1e-5, RopeTheta: 10000, MaxPosition: 4096,
 	},
+}
+
+// qwen35Published is the DeltaNet geometry every published dense Qwen 3.5
+// size shares.
+var qwen35Published = Qwen35Shape{
+	ConvKernel: 4, KeyHeadDim: 128, ValueHeadDim: 128, KeyHeads: 16, ValueHeads: 32,
+	FullEvery: 4, PartialRotary: 0.25,
 }
 
 const testShape = "test-tiny"
@@ -138,18 +242,52 @@ func (s Shape) config(q Quant) map[string]any {
 		"vocab_size":              s.VocabSize,
 		"tie_word_embeddings":     s.TieWordEmbeddings,
 		"rms_norm_eps":            s.RMSNormEps,
-		"rope_theta":              s.RopeTheta,
 		"max_position_embeddings": s.MaxPosition,
 		"hidden_act":              "silu",
 		"torch_dtype":             "bfloat16",
 		"bos_token_id":            1,
 		"eos_token_id":            2,
 	}
-	if s.RopeScaling != nil {
-		c["rope_scaling"] = s.RopeScaling
-	}
-	if s.ModelType == "qwen2" {
-		c["use_sliding_window"] = false
+	switch {
+	case s.Gemma4 != nil:
+		g := s.Gemma4
+		c["hidden_activation"] = "gelu_pytorch_tanh"
+		c["layer_types"] = s.layerTypes()
+		c["global_head_dim"] = g.GlobalHeadDim
+		c["hidden_size_per_layer_input"] = g.PerLayerInput
+		c["vocab_size_per_layer_input"] = g.PerLayerVocab
+		c["num_kv_shared_layers"] = g.KVSharedLayers
+		c["sliding_window"] = g.SlidingWindow
+		c["final_logit_softcapping"] = g.FinalSoftcap
+		c["use_double_wide_mlp"] = g.DoubleWideMLP
+		c["attention_k_eq_v"] = false
+		c["enable_moe_block"] = false
+		c["attention_bias"] = false
+		c["rope_parameters"] = map[string]any{
+			"sliding_attention": map[string]any{"rope_type": "default", "rope_theta": s.RopeTheta},
+			"full_attention": map[string]any{"rope_type": "proportional", "rope_theta": g.FullRopeTheta,
+				"partial_rotary_factor": g.FullRotary},
+		}
+	case s.Qwen35 != nil:
+		d := s.Qwen35
+		c["layer_types"] = s.layerTypes()
+		c["full_attention_interval"] = d.FullEvery
+		c["linear_conv_kernel_dim"] = d.ConvKernel
+		c["linear_key_head_dim"] = d.KeyHeadDim
+		c["linear_value_head_dim"] = d.ValueHeadDim
+		c["linear_num_key_heads"] = d.KeyHeads
+		c["linear_num_value_heads"] = d.ValueHeads
+		c["attention_bias"] = false
+		c["rope_parameters"] = map[string]any{"rope_type": "default", "rope_theta": s.RopeTheta,
+			"partial_rotary_factor": d.PartialRotary}
+	default:
+		c["rope_theta"] = s.RopeTheta
+		if s.RopeScaling != nil {
+			c["rope_scaling"] = s.RopeScaling
+		}
+		if s.ModelType == "qwen2" {
+			c["use_sliding_window"] = false
+		}
 	}
 	if q.Bits > 0 {
 		qc := map[string]any{"group_size": q.Group, "bits": q.Bits}
@@ -165,6 +303,10 @@ func archOf(modelType string) string {
 		return "Qwen2ForCausalLM"
 	case "qwen3":
 		return "Qwen3ForCausalLM"
+	case "gemma4_text":
+		return "Gemma4ForCausalLM"
+	case "qwen3_5_text":
+		return "Qwen3_5ForCausalLM"
 	}
 	return "LlamaForCausalLM"
 }

@@ -118,18 +118,31 @@ func storedNames(w tensor.Weight) []string {
 }
 
 // synthTensor is one tensor to generate: a linear (or embedding) weight
-// [rows, cols], quantized when the format is, or a dense vector.
+// [rows, cols], quantized when the format is, or a dense BF16 tensor of
+// rows elements (shaped dims when set).
 type synthTensor struct {
 	name       string
-	rows, cols int  // cols == 0: a vector of rows elements
-	one        bool // a norm weight: all ones
+	rows, cols int   // cols == 0: a dense tensor of rows elements
+	dims       []int // its shape, when not [rows]
+	one        bool  // a norm weight: all ones
+	fill       float32
+	filled     bool // every element fill (a constant such as layer_scalar)
 }
+
+func lin(name string, rows, cols int) synthTensor {
+	return synthTensor{name: name, rows: rows, cols: cols}
+}
+func vec(name string, n int, one bool) synthTensor { return synthTensor{name: name, rows: n, one: one} }
 
 // shards groups the checkpoint's tensors by file: embeddings, one file per
 // layer, then the final norm and the head.
 func (s Shape) shards() [][]synthTensor {
-	lin := func(name string, rows, cols int) synthTensor { return synthTensor{name: name, rows: rows, cols: cols} }
-	vec := func(name string, n int, one bool) synthTensor { return synthTensor{name: name, rows: n, one: one} }
+	switch {
+	case s.Gemma4 != nil:
+		return s.gemma4Shards()
+	case s.Qwen35 != nil:
+		return s.qwen35Shards()
+	}
 	q, kv := s.NumAttentionHeads*s.HeadDim, s.NumKeyValueHeads*s.HeadDim
 	out := [][]synthTensor{{lin("model.embed_tokens", s.VocabSize, s.HiddenSize)}}
 	for i := 0; i < s.NumHiddenLayers; i++ {
@@ -153,11 +166,113 @@ func (s Shape) shards() [][]synthTensor {
 		}
 		out = append(out, l)
 	}
+	return append(out, s.lastShard())
+}
+
+// lastShard is the final norm and, untied, the output head.
+func (s Shape) lastShard() []synthTensor {
 	last := []synthTensor{vec("model.norm.weight", s.HiddenSize, true)}
 	if !s.TieWordEmbeddings {
 		last = append(last, lin("lm_head", s.VocabSize, s.HiddenSize))
 	}
-	return append(out, last)
+	return last
+}
+
+// gemma4Shards are the tensors of a Gemma4ForCausalLM checkpoint, as
+// engine/family/gemma4 binds them: the per-layer input table, its
+// projection and norm beside the embeddings; in each layer q/k norms,
+// four sandwich norms, the per-layer input gate, projection and norm, and
+// layer_scalar; a layer that shares an earlier layer's keys and values has
+// no k_proj, v_proj or k_norm.
+func (s Shape) gemma4Shards() [][]synthTensor {
+	g, h, n := s.Gemma4, s.HiddenSize, s.NumHiddenLayers
+	first := []synthTensor{lin("model.embed_tokens", s.VocabSize, h)}
+	if g.PerLayerInput > 0 {
+		first = append(first,
+			lin("model.embed_tokens_per_layer", g.PerLayerVocab, n*g.PerLayerInput),
+			lin("model.per_layer_model_projection", n*g.PerLayerInput, h),
+			vec("model.per_layer_projection_norm.weight", g.PerLayerInput, true))
+	}
+	out := [][]synthTensor{first}
+	types := s.layerTypes()
+	firstShared := n - g.KVSharedLayers
+	for i := range n {
+		p := fmt.Sprintf("model.layers.%d.", i)
+		hd := s.HeadDim
+		if types[i] == "full_attention" {
+			hd = g.GlobalHeadDim
+		}
+		q, kv := s.NumAttentionHeads*hd, s.NumKeyValueHeads*hd
+		inter := s.IntermediateSize
+		if g.DoubleWideMLP && i >= firstShared {
+			inter *= 2
+		}
+		l := []synthTensor{
+			vec(p+"input_layernorm.weight", h, true),
+			vec(p+"post_attention_layernorm.weight", h, true),
+			vec(p+"pre_feedforward_layernorm.weight", h, true),
+			vec(p+"post_feedforward_layernorm.weight", h, true),
+			lin(p+"self_attn.q_proj", q, h),
+			vec(p+"self_attn.q_norm.weight", hd, true),
+			lin(p+"self_attn.o_proj", h, q),
+			lin(p+"mlp.gate_proj", inter, h),
+			lin(p+"mlp.up_proj", inter, h),
+			lin(p+"mlp.down_proj", h, inter),
+			// a buffer of every real checkpoint; not 1, so the graph scales
+			{name: p + "layer_scalar", rows: 1, fill: 0.5, filled: true},
+		}
+		if i < firstShared {
+			l = append(l, lin(p+"self_attn.k_proj", kv, h), lin(p+"self_attn.v_proj", kv, h),
+				vec(p+"self_attn.k_norm.weight", hd, true))
+		}
+		if g.PerLayerInput > 0 {
+			l = append(l, lin(p+"per_layer_input_gate", g.PerLayerInput, h),
+				lin(p+"per_layer_projection", h, g.PerLayerInput),
+				vec(p+"post_per_layer_input_norm.weight", h, true))
+		}
+		out = append(out, l)
+	}
+	return append(out, s.lastShard())
+}
+
+// qwen35Shards are the tensors of a Qwen3_5ForCausalLM checkpoint in
+// transformers' layout (conv1d.weight [C, 1, K]), as engine/family/qwen35
+// binds them: Gated DeltaNet layers (linear_attn.*) and every FullEvery-th
+// a gated attention layer (q_proj twice as wide: each head's query and its
+// gate), each with a dense MLP.
+func (s Shape) qwen35Shards() [][]synthTensor {
+	d, h := s.Qwen35, s.HiddenSize
+	q, kv := s.NumAttentionHeads*s.HeadDim, s.NumKeyValueHeads*s.HeadDim
+	conv := 2*d.KeyHeads*d.KeyHeadDim + d.ValueHeads*d.ValueHeadDim
+	vd, hv := d.ValueHeads*d.ValueHeadDim, d.ValueHeads
+	out := [][]synthTensor{{lin("model.embed_tokens", s.VocabSize, h)}}
+	for i, t := range s.layerTypes() {
+		p := fmt.Sprintf("model.layers.%d.", i)
+		l := []synthTensor{
+			vec(p+"input_layernorm.weight", h, true),
+			vec(p+"post_attention_layernorm.weight", h, true),
+			lin(p+"mlp.gate_proj", s.IntermediateSize, h),
+			lin(p+"mlp.up_proj", s.IntermediateSize, h),
+			lin(p+"mlp.down_proj", h, s.IntermediateSize),
+		}
+		if t == "linear_attention" {
+			a := p + "linear_attn."
+			l = append(l,
+				lin(a+"in_proj_qkv", conv, h), lin(a+"in_proj_z", vd, h),
+				lin(a+"in_proj_b", hv, h), lin(a+"in_proj_a", hv, h),
+				lin(a+"out_proj", h, vd),
+				synthTensor{name: a + "conv1d.weight", rows: conv * d.ConvKernel, dims: []int{conv, 1, d.ConvKernel}},
+				vec(a+"dt_bias", hv, false), vec(a+"A_log", hv, false),
+				vec(a+"norm.weight", d.ValueHeadDim, true))
+		} else {
+			a := p + "self_attn."
+			l = append(l,
+				lin(a+"q_proj", 2*q, h), lin(a+"k_proj", kv, h), lin(a+"v_proj", kv, h), lin(a+"o_proj", h, q),
+				vec(a+"q_norm.weight", s.HeadDim, true), vec(a+"k_norm.weight", s.HeadDim, true))
+		}
+		out = append(out, l)
+	}
+	return append(out, s.lastShard())
 }
 
 // amplitude bounds the uniform random weights.
@@ -168,17 +283,24 @@ func (t synthTensor) make(q Quant) (tensor.Weight, error) {
 	h := fnv.New64a()
 	h.Write([]byte(t.name))
 	seed := h.Sum64()
-	if t.cols == 0 { // a vector, always BF16
+	if t.cols == 0 { // a vector (or a small dense tensor), always BF16
 		data := make([]byte, 2*t.rows)
 		r := rng(seed)
 		for i := 0; i < t.rows; i++ {
 			v := float32(1)
-			if !t.one {
+			switch {
+			case t.filled:
+				v = t.fill
+			case !t.one:
 				v = r.uniform() * amplitude
 			}
 			binary.LittleEndian.PutUint16(data[2*i:], tensor.FloatToBF16(v))
 		}
-		return tensor.Weight{Name: t.name, DType: tensor.BF16, Shape: []int{t.rows}, Data: data}, nil
+		shape := []int{t.rows}
+		if t.dims != nil {
+			shape = t.dims
+		}
+		return tensor.Weight{Name: t.name, DType: tensor.BF16, Shape: shape, Data: data}, nil
 	}
 	shape := []int{t.rows, t.cols}
 	if q.Bits == 0 {

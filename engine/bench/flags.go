@@ -1,0 +1,45 @@
+package bench
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"hearth/engine"
+)
+
+// Flags registers `hearth bench`'s measurement flags (all but --model,
+// which each front end resolves its own way) on fs, and returns what
+// turns them, once parsed, into Options logging to log.
+func Flags(fs *flag.FlagSet) func(log io.Writer) (Options, error) {
+	synthetic := fs.String("synthetic", "", "a synthetic shape: "+strings.Join(Shapes(), ", "))
+	quant := fs.String("quant", "q4g64", "storage format of the synthetic model: "+strings.Join(Quants(), ", "))
+	threads := fs.Int("threads", 0, "CPU threads (0 = the default)")
+	backend := fs.String("backend", "cpu", "auto, gpu or cpu")
+	prompts := fs.String("prompts", "128,512,2048", "prefill lengths in tokens, comma-separated")
+	decode := fs.Int("decode", 128, "decoded tokens timed")
+	repeats := fs.Int("repeats", 3, "runs of each measurement (the report gives medians)")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	int8 := fs.Bool("int8", false, "CPU: int8 activations for quantized matmuls (faster decode, not exact; docs/design/cpu.md)")
+	profile := fs.Bool("profile", false, "GPU: add where one decode step's device time goes, by kind of kernel")
+	unpipelined := fs.Bool("unpipelined", false, "GPU: read each decode step's token before queueing the next (to measure what running one step ahead gains)")
+	cacheDir := fs.String("cache", "", "directory that keeps synthetic checkpoints between runs (default: a temporary one, removed)")
+	return func(log io.Writer) (Options, error) {
+		opt := Options{
+			Synthetic: *synthetic, Quant: *quant, Decode: *decode, Repeats: *repeats, JSON: *asJSON, Profile: *profile,
+			Engine:   engine.Options{Backend: *backend, Threads: *threads, Int8Activations: *int8, Unpipelined: *unpipelined},
+			CacheDir: *cacheDir,
+			Log:      log,
+		}
+		for _, p := range strings.Split(*prompts, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(p))
+			if err != nil || n < 1 {
+				return opt, fmt.Errorf("bench: --prompts: %q is not a token count", p)
+			}
+			opt.Prompts = append(opt.Prompts, n)
+		}
+		return opt, nil
+	}
+}
