@@ -80,8 +80,15 @@ func TestCatalogEndpoint(t *testing.T) {
 		}
 		if m.Recommended {
 			recommended++
-			if i != 0 || m.Fit.Status == "won't fit" {
+			// The best fit there is, and the first of it within a
+			// first pull's size when one is (registry.Offers).
+			if m.Fit.Status != models[0].Fit.Status || m.Fit.Status == "won't fit" {
 				t.Errorf("recommended: %s at %d (%s)", m.Name, i, m.Fit.Status)
+			}
+			for _, p := range models[:i] {
+				if p.Fit.Status == m.Fit.Status && (p.SizeBytes <= registry.FirstPullBytes || m.SizeBytes > registry.FirstPullBytes) {
+					t.Errorf("recommended %s, but %s fits as well and comes first", m.Name, p.Name)
+				}
 			}
 		}
 	}

@@ -391,15 +391,16 @@ type Offer struct {
 	CatalogEntry
 	Fit         *fit.Verdict // nil when the machine's memory is unknown
 	Downloaded  bool         // the repo has a snapshot in the cache
-	Recommended bool         // the best entry that fits (at most one)
+	Recommended bool         // the first model to pull on this machine (at most one; Offers says which)
 }
 
 // Offers judges every entry this build can run (entries of an unsupported
 // model_type, from a catalog newer than the binary, are left out) and
 // ranks them, best for this machine first: those that fit, then tight,
 // then those that won't fit, each group in catalog order (the catalog's
-// preference). The first that fits, else the first that is tight, is
-// Recommended; none is when nothing fits or judge is nil. judge is
+// preference). Recommended is the first that fits within FirstPullBytes,
+// else the first that fits, else the first that is tight; none is when
+// nothing fits or judge is nil. judge is
 // FitAt's (nil when memory is unknown); downloaded reports whether a repo
 // is in the cache (nil: none is).
 func (c *Catalog) Offers(judge func(Record) fit.Verdict, downloaded func(repo string) bool) []Offer {
@@ -431,11 +432,22 @@ func (c *Catalog) Offers(judge func(Record) fit.Verdict, downloaded func(repo st
 		return 2
 	}
 	slices.SortStableFunc(out, func(a, b Offer) int { return rank(a) - rank(b) })
-	if len(out) > 0 && out[0].Fit != nil && rank(out[0]) < 2 {
-		out[0].Recommended = true
+	pick := slices.IndexFunc(out, func(o Offer) bool { return rank(o) == 0 && o.Fit != nil && o.Bytes <= FirstPullBytes })
+	if pick < 0 && len(out) > 0 && out[0].Fit != nil && rank(out[0]) < 2 {
+		pick = 0
+	}
+	if pick >= 0 {
+		out[pick].Recommended = true
 	}
 	return out
 }
+
+// FirstPullBytes caps the download of the model Offers recommends when
+// one that fits is that small: a newcomer's first real model should
+// arrive in minutes (6 GB is about eight minutes at 100 Mbit/s), and the
+// 8B class is where chat gets good. The bigger models that fit still rank
+// first in the list.
+const FirstPullBytes = 6e9
 
 // OfferTable writes the `hearth ls --available` table: the short name,
 // the repo, tier, size (with "~" when estimated), parameters,

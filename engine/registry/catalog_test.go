@@ -64,7 +64,7 @@ func TestCatalogLookup(t *testing.T) {
 		{"qwen3:30b", "mlx-community/Qwen3-30B-A3B-4bit"},
 		{"qwen3:30b-a3b", "mlx-community/Qwen3-30B-A3B-4bit"},
 		{"gemma3:1b", "mlx-community/gemma-3-1b-it-4bit"},
-		{"gemma3", ""},        // gemma3's default is the 4B, which has a vision tower
+		{"gemma3", "mlx-community/gemma-3-4b-it-4bit"}, // Ollama's default tag, the 4B
 		{"qwen3:27b", ""},     // no such tag
 		{"latest", ""},        // not a name
 		{"mistral:7", ""},     // tags are whole
@@ -93,7 +93,7 @@ func TestPullTarget(t *testing.T) {
 		{"llama3.2", "mlx-community/Llama-3.2-3B-Instruct-4bit", nil, ""},
 		{"lama3.2", "", ErrNotFound, `"lama3.2" is not in Hearth's model catalog (did you mean llama3.2`},
 		{"qwen3:27b", "", ErrNotFound, "did you mean qwen3:30b-a3b, qwen3:14b, qwen3:8b, qwen3:4b?"},
-		{"gemma3", "", ErrNotFound, "did you mean gemma3:1b"},
+		{"gemma3:2b", "", ErrNotFound, "did you mean gemma3:27b, gemma3:12b, gemma3:4b, gemma3:1b?"},
 		{"Qwen3-0.6B", "", ErrNotFound, "qwen3:0.6b"},
 		{"zzzzzzzz", "", ErrNotFound, "is not in Hearth's model catalog; name a Hugging Face repo as org/name"},
 		{"../etc", "", ErrInvalidName, "not of the form org/name"},
@@ -201,8 +201,15 @@ func TestOffers(t *testing.T) {
 		for i, o := range offers {
 			if o.Recommended {
 				recommended++
-				if i != 0 || o.Fit.Status != fit.Fits {
+				// The first that fits within the first-pull size, when
+				// one does: nothing before it that fits is that small.
+				if o.Fit.Status != fit.Fits && i != 0 {
 					t.Errorf("%v: recommended %s at %d (%s)", mem, o.Name(), i, o.Fit.Status)
+				}
+				for _, p := range offers[:i] {
+					if p.Fit.Status == fit.Fits && (p.Bytes <= FirstPullBytes || o.Bytes > FirstPullBytes) {
+						t.Errorf("%v: recommended %s, but %s (%d bytes) fits before it", mem, o.Name(), p.Name(), p.Bytes)
+					}
 				}
 			}
 			if o.Downloaded != have(o.Repo) {
@@ -220,10 +227,15 @@ func TestOffers(t *testing.T) {
 			t.Errorf("%v: %d recommended, want 1", mem, recommended)
 		}
 	}
-	// The biggest machine gets the catalog's first pick; a tiny one
-	// nothing, since nothing fits.
-	if o := c.Offers(FitAt(fit.Memory{TotalBytes: 128e9, AvailableBytes: 100e9}, 0), nil); o[0].Repo != c.Models[0].Repo {
-		t.Errorf("on 128 GB the first offer is %s, want %s", o[0].Repo, c.Models[0].Repo)
+	// The biggest machine lists the catalog's first pick first but
+	// recommends the 8B, a download of minutes; a tiny one nothing, since
+	// nothing fits.
+	big := c.Offers(FitAt(fit.Memory{TotalBytes: 128e9, AvailableBytes: 100e9}, 0), nil)
+	if big[0].Repo != c.Models[0].Repo {
+		t.Errorf("on 128 GB the first offer is %s, want %s", big[0].Repo, c.Models[0].Repo)
+	}
+	if i := slices.IndexFunc(big, func(o Offer) bool { return o.Recommended }); i < 0 || big[i].Name() != "qwen3:8b" {
+		t.Errorf("on 128 GB the recommendation is offer %d, want qwen3:8b", i)
 	}
 	for _, o := range c.Offers(FitAt(fit.Memory{TotalBytes: 1e9, AvailableBytes: 5e8}, 0), nil) {
 		if o.Recommended || o.Fit.Status != fit.WontFit {
