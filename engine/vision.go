@@ -8,6 +8,7 @@ import (
 
 	"hearth/engine/checkpoint"
 	"hearth/engine/config"
+	"hearth/engine/families"
 	"hearth/engine/family"
 	"hearth/engine/nn"
 	"hearth/engine/tensor"
@@ -27,7 +28,7 @@ var visionTowers = map[string]func(raw []byte, c *config.Config, l *nn.Loader) (
 // tower's output; otherwise the tower's tensors stay unconsumed (and the
 // weight audit names them).
 func loadVision(ck *checkpoint.Checkpoint, fam *family.Family, l *nn.Loader) (tower.Vision, error) {
-	if ck.Towers&family.Vision == 0 || fam.Media == nil || fam.Media(ck.Config)&family.Vision == 0 {
+	if ck.Towers&families.Towers(ck.Config, fam)&family.Vision == 0 {
 		return nil, nil
 	}
 	load := visionTowers[ck.Config.ModelType]

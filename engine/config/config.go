@@ -17,6 +17,9 @@ type Config struct {
 	ModelType     string // top-level model_type ("qwen3", "gemma3", …)
 	TextModelType string // text_config's model_type when nested, else ModelType
 	Architectures []string
+	// HasVisionConfig says the config describes a vision tower
+	// (vision_config); whether the weights hold one is the checkpoint's.
+	HasVisionConfig bool
 
 	HiddenSize            int
 	IntermediateSize      int
@@ -113,6 +116,9 @@ func Parse(configJSON, generationJSON []byte) (*Config, error) {
 		}
 	}
 	c := &Config{Text: text}
+	if vc, ok := top["vision_config"]; ok && !isNull(vc) {
+		c.HasVisionConfig = true
+	}
 	r := reader{m: text}
 	top1 := reader{m: top}
 	c.ModelType = top1.str("model_type")

@@ -32,3 +32,19 @@ func Shape(c *config.Config, weightBytes int64) fit.Shape {
 // Resolve returns the family that runs c, or an error wrapping
 // family.ErrUnsupported that lists the supported model types.
 func Resolve(c *config.Config) (*family.Family, error) { return family.Resolve(list, c) }
+
+// towerTypes are the towers Hearth has, by config.json's top-level
+// model_type (engine/vision.go binds them).
+var towerTypes = map[string]family.Caps{
+	"gemma3": family.Vision,
+}
+
+// Towers are the towers Hearth runs for checkpoints of c: it has them for
+// c's model type and f splices their output. A checkpoint takes images
+// (audio) when it also holds the tower's weights.
+func Towers(c *config.Config, f *family.Family) family.Caps {
+	if f == nil || f.Media == nil {
+		return 0
+	}
+	return towerTypes[c.ModelType] & f.Media(c)
+}

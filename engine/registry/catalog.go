@@ -23,6 +23,7 @@ import (
 
 	"hearth/engine/config"
 	"hearth/engine/families"
+	"hearth/engine/family"
 	"hearth/engine/fit"
 )
 
@@ -146,9 +147,13 @@ func (e *CatalogEntry) derive() error {
 	e.Shape = families.Shape(cfg, e.Bytes)
 	e.Family, e.Tier, e.Capabilities = "", TierUnsupported, []string{}
 	if fam, err := families.Resolve(cfg); err == nil {
-		// A catalog entry is text only: towers, when a checkpoint has
-		// them, show up once it is pulled.
-		e.Family, e.Tier, e.Capabilities = fam.Name, string(fam.Tier), capabilities(fam.Caps, 0)
+		// A catalog entry's towers are those its config describes and
+		// Hearth runs (the pulled files then decide, from the tensors).
+		towers := families.Towers(cfg, fam)
+		if !cfg.HasVisionConfig {
+			towers &^= family.Vision
+		}
+		e.Family, e.Tier, e.Capabilities = fam.Name, string(fam.Tier), capabilities(fam.Caps|towers, towers)
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"hearth/engine/fit"
+	"hearth/internal/testmodels"
 )
 
 // TestBuiltinCatalog: the shipped catalog parses, lists only models this
@@ -419,5 +420,34 @@ func TestResolveCatalogName(t *testing.T) {
 	// Without the catalog, short names are the cache's only.
 	if _, err := New(cache).Resolve("qwen3:0.6b"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("no catalog: %v", err)
+	}
+}
+
+// TestCatalogVision: an entry whose config describes a tower Hearth runs
+// shows the capability before any pull; a text-only one does not.
+func TestCatalogVision(t *testing.T) {
+	c := BuiltinCatalog()
+	for name, want := range map[string]bool{"gemma3:4b": true, "gemma3:27b": true, "gemma3:1b": false, "qwen3:8b": false} {
+		e, ok := c.Lookup(name)
+		if !ok {
+			t.Fatalf("no %s", name)
+		}
+		if got := slices.Contains(e.Capabilities, "vision"); got != want {
+			t.Errorf("%s: capabilities %v", name, e.Capabilities)
+		}
+	}
+}
+
+// TestRecordVision: a pulled checkpoint whose weights hold a tower Hearth
+// runs lists the capability before it is loaded; the same model type
+// without tower weights does not.
+func TestRecordVision(t *testing.T) {
+	with := classify(filepath.Join(testmodels.Root(), "gemma3_vision-f32"), "test/gemma3-vision", "", nil, nil)
+	without := classify(filepath.Join(testmodels.Root(), "gemma3-f32"), "test/gemma3", "", nil, nil)
+	if with.Err() != nil || !slices.Contains(with.Capabilities, "vision") {
+		t.Errorf("with a tower: %v, %v", with.Capabilities, with.Err())
+	}
+	if slices.Contains(without.Capabilities, "vision") {
+		t.Errorf("without a tower: %v", without.Capabilities)
 	}
 }

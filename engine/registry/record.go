@@ -155,7 +155,7 @@ func classify(dir, id, revision string, refs []string, profiles []ExactProfile) 
 	rec.Profile = prof
 	rec.Tier = string(prof.Tier)
 	rec.Fidelity = prof.Fidelity
-	rec.Capabilities = capabilities(fam.Caps, present)
+	rec.Capabilities = capabilities(fam.Caps|families.Towers(cfg, fam), present)
 	if err := dryRender(dir); err != nil {
 		return fail(err)
 	}
