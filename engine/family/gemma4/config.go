@@ -1,6 +1,7 @@
 package gemma4
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -37,7 +38,7 @@ type perLayer struct {
 func readSettings(c *config.Config) (*settings, error) {
 	f := config.NewFields(c.Text)
 	s := &settings{
-		ple:       f.Int("hidden_size_per_layer_input", 256),
+		ple:       f.Int("hidden_size_per_layer_input", pleDefault(c.Text)),
 		pleVocab:  f.Int("vocab_size_per_layer_input", 262144),
 		shared:    f.Int("num_kv_shared_layers", 0),
 		doubleMLP: f.Bool("use_double_wide_mlp", false),
@@ -125,4 +126,15 @@ func (s *settings) source(c *config.Config, i int) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("layer %d shares the keys and values of an earlier %s layer, but none of the first %d layers is one", i, c.LayerTypes[i], first)
+}
+
+// pleDefault is hidden_size_per_layer_input when the config leaves it
+// out: transformers' default, 256. An explicit null is None there, which
+// turns the per-layer inputs off (the 26B-A4B and 31B have none), so it
+// reads as 0 here.
+func pleDefault(text map[string]json.RawMessage) int {
+	if v, ok := text["hidden_size_per_layer_input"]; ok && string(bytes.TrimSpace(v)) == "null" {
+		return 0
+	}
+	return 256
 }

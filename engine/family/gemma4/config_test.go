@@ -92,3 +92,21 @@ func TestCacheLayers(t *testing.T) {
 		t.Errorf("cache layers %+v, want %+v", layers, want)
 	}
 }
+
+// TestPLENull: an explicit null turns the per-layer inputs off (as
+// transformers' None does); a config without the key gets the default.
+func TestPLENull(t *testing.T) {
+	for raw, want := range map[string]int{
+		`{"hidden_size_per_layer_input":null}`: 0,
+		`{}`:                                   256,
+		`{"hidden_size_per_layer_input":128}`:  128,
+	} {
+		var text map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(raw), &text); err != nil {
+			t.Fatal(err)
+		}
+		if got := config.NewFields(text).Int("hidden_size_per_layer_input", pleDefault(text)); got != want {
+			t.Errorf("%s: %d, want %d", raw, got, want)
+		}
+	}
+}
