@@ -27,7 +27,10 @@ type decoder interface {
 // picks each token of a plain greedy request without logprobs or output
 // format (the logits stay on the device), the host samples every other
 // one, masking what the format refuses.
+// seq may already hold the prompt's first tokens (a prompt-cache hit):
+// only the rest is prefilled.
 func (r *Runner) newDecoder(ctx context.Context, seq *Sequence, req *Request, prompt []int32) (decoder, error) {
+	rest := prompt[seq.Len():]
 	var mask *masker
 	format := req.Format
 	if req.ForceTool != nil {
@@ -46,13 +49,13 @@ func (r *Runner) newDecoder(ctx context.Context, seq *Sequence, req *Request, pr
 		return r.newSpeculative(ctx, seq, req, prompt, r.draft)
 	}
 	if req.Sample.PlainGreedy() && !req.Logprobs && mask == nil {
-		g, err := seq.Greedy(ctx, prompt)
+		g, err := seq.Greedy(ctx, rest)
 		if err != nil {
 			return nil, err
 		}
 		return &deviceGreedy{g: g}, nil
 	}
-	logits, err := seq.Forward(ctx, prompt, false)
+	logits, err := seq.Forward(ctx, rest, false)
 	if err != nil {
 		return nil, err
 	}

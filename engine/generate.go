@@ -72,14 +72,25 @@ func (r *Runner) run(j *job) (Usage, error) {
 	if maxNew <= 0 {
 		return u, &ContextError{PromptTokens: len(ids), ContextTokens: ctxTokens}
 	}
-	seq, err := r.model.NewSequence(len(ids) + maxNew)
+	seq, err := r.sequence(ids, len(ids)+maxNew, len(req.Images) > 0)
 	if err != nil {
 		return u, err
 	}
-	defer seq.Close()
+	var gen []int32 // the tokens returned, for the prompt cache
+	done := false   // a failed request's sequence is not kept
+	defer func() {
+		// (after dec.close, deferred later: a decoder that ran ahead has
+		// dropped its unread steps)
+		if done {
+			r.keep(seq, ids, gen)
+		} else {
+			seq.Close()
+		}
+	}()
 	if err := r.addImages(j.ctx, seq, req.Images, imageRows); err != nil {
 		return u, err
 	}
+	u.CachedTokens = seq.Len()
 
 	dec, err := r.newDecoder(j.ctx, seq, req, ids)
 	if err != nil {
@@ -96,6 +107,7 @@ func (r *Runner) run(j *job) (Usage, error) {
 		}
 		u.CompletionTokens++
 		j.completionTokens.Add(1)
+		gen = append(gen, id)
 		if n == 0 {
 			u.TimeToFirstToken = time.Since(start)
 			decodeStart = dec.prefilled()
@@ -128,6 +140,7 @@ func (r *Runner) run(j *job) (Usage, error) {
 	if calls {
 		u.FinishReason = "tool_calls"
 	}
+	done = true
 	return u, nil
 }
 

@@ -9,8 +9,9 @@ import (
 // PromptCache keeps finished sequences, their caches still on the
 // backend, so that a later prompt that starts the same way (the next turn
 // of a chat, a fixed system prompt, an agent's growing transcript) reads
-// only what is new. It holds at most MaxBytes of cache memory and drops
-// the least recently used sequence first.
+// only what is new. It holds at most MaxBytes of cache memory (0: one
+// sequence, whatever its size) and drops the least recently used
+// sequence first.
 //
 // A sequence is reused at the longest prefix it shares with the new
 // prompt that its caches can rewind to: any length for plain KV caches,
@@ -73,7 +74,7 @@ func (c *PromptCache) Take(ids []int32, capTokens, minShared int) (seq *Sequence
 // sequences go when the total passes MaxBytes; one bigger than MaxBytes
 // alone is freed at once.
 func (c *PromptCache) Put(seq *Sequence, ids []int32) {
-	if seq.Len() != len(ids) || len(ids) == 0 {
+	if seq.Len() != len(ids) || len(ids) == 0 || len(seq.media) > 0 {
 		seq.Close()
 		return
 	}
@@ -83,13 +84,13 @@ func (c *PromptCache) Put(seq *Sequence, ids []int32) {
 	if c.lru == nil {
 		c.lru = list.New()
 	}
-	if b > c.MaxBytes {
+	if c.MaxBytes > 0 && b > c.MaxBytes {
 		seq.Close()
 		return
 	}
 	c.lru.PushFront(&cachedSeq{seq: seq, ids: append([]int32(nil), ids...)})
 	c.bytes += b
-	for c.bytes > c.MaxBytes {
+	for c.MaxBytes > 0 && c.bytes > c.MaxBytes || c.MaxBytes <= 0 && c.lru.Len() > 1 {
 		last := c.lru.Back()
 		cs := c.lru.Remove(last).(*cachedSeq)
 		c.bytes -= cs.seq.bytes()
@@ -148,4 +149,50 @@ func (s *Sequence) bytes() int64 {
 		b += c.Bytes()
 	}
 	return b
+}
+
+// sequence is the sequence a request decodes on: a cached one holding the
+// longest start of prompt it can offer (the decoder prefills only the
+// rest), else a new one. With the cache on, sequences hold the whole
+// context, so that any later turn fits in them; requests with media get a
+// new one of capTokens (their soft tokens are not the prompt's ids).
+func (r *Runner) sequence(prompt []int32, capTokens int, media bool) (*Sequence, error) {
+	if r.cache == nil || media {
+		return r.model.NewSequence(capTokens)
+	}
+	if seq, _ := r.cache.Take(prompt, r.info.ContextTokens, 1); seq != nil {
+		return seq, nil
+	}
+	return r.model.NewSequence(r.info.ContextTokens)
+}
+
+// keep hands a finished request's sequence to the prompt cache, holding
+// the prompt and the answer's tokens its caches hold (a decoder may have
+// run ahead of what the request returned: that is trimmed), or frees it.
+func (r *Runner) keep(seq *Sequence, prompt, gen []int32) {
+	if r.cache == nil {
+		seq.Close()
+		return
+	}
+	all := append(append(make([]int32, 0, len(prompt)+len(gen)), prompt...), gen...)
+	held := seq.Len()
+	if held > len(all) {
+		if !seq.canTrim(held - len(all)) {
+			seq.Close()
+			return
+		}
+		seq.Trim(held - len(all))
+		held = len(all)
+	}
+	r.cache.Put(seq, all[:held])
+}
+
+// PromptCacheStats are the runner's prompt-cache lookups, hits, the
+// prompt tokens hits saved, and the cache memory it holds.
+func (r *Runner) PromptCacheStats() (lookups, hits, tokens uint64, bytes int64) {
+	if r.cache == nil {
+		return 0, 0, 0, 0
+	}
+	l, h, t := r.cache.Stats()
+	return l, h, t, r.cache.Bytes()
 }

@@ -63,6 +63,7 @@ type TokenLogprob struct {
 // Usage is what a finished request cost and why it ended.
 type Usage struct {
 	PromptTokens     int
+	CachedTokens     int // of the prompt, read from the prompt cache instead of computed
 	CompletionTokens int
 	FinishReason     string // "stop", "length" or "tool_calls"
 	StopSequence     string // the stop string that ended the answer, if one did

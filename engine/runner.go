@@ -31,6 +31,7 @@ type Runner struct {
 	// formats holds the grammars of constrained requests (constrain.go).
 	formats formats
 	draft   draft.Source // nil: no speculative decoding
+	cache   *PromptCache // nil: off
 	// imgProc preprocesses pictures for the vision tower; nil when the
 	// model takes none (visionErr says why, when it has a tower).
 	imgProc   imageProcessor
@@ -54,6 +55,11 @@ type RunnerOptions struct {
 	// Draft, when set, drafts tokens for speculative decoding of every
 	// request that does not turn it off (docs/design/speculative.md).
 	Draft draft.Source
+	// PromptCacheBytes bounds the finished sequences kept for reuse by
+	// later prompts that start the same way (PromptCache): 0 keeps one
+	// sequence of the whole context, the usual multi-turn chat; a negative
+	// value turns the cache off.
+	PromptCacheBytes int64
 }
 
 // Info describes a loaded model for /v1/models, /api/ps and the menu.
@@ -147,6 +153,9 @@ func newRunner(dir string, m *Model, opt RunnerOptions) (*Runner, error) {
 		wake:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 	}
+	if opt.PromptCacheBytes >= 0 {
+		r.cache = &PromptCache{MaxBytes: opt.PromptCacheBytes}
+	}
 	if tmpl != nil {
 		r.tools = toolcall.Detect(tmpl.Source())
 		if r.tools != "" {
@@ -197,6 +206,9 @@ func (r *Runner) Tokenizer() *tokenizer.Tokenizer { return r.tok }
 func (r *Runner) Close() error {
 	r.stopOnce.Do(func() { close(r.stop) })
 	r.wg.Wait()
+	if r.cache != nil {
+		r.cache.Close()
+	}
 	return r.model.Close()
 }
 

@@ -71,14 +71,14 @@ func (r *Runner) newSpeculative(ctx context.Context, seq *Sequence, req *Request
 	}
 	var first decided
 	if req.Sample.PlainGreedy() && !req.Logprobs {
-		id, err := seq.ForwardArgmax(ctx, prompt)
+		id, err := seq.ForwardArgmax(ctx, prompt[seq.Len():])
 		if err != nil {
 			return nil, err
 		}
 		first.id = id
 	} else {
 		sp.sampler = sample.New(req.Sample, prompt)
-		logits, err := seq.Forward(ctx, prompt, false)
+		logits, err := seq.Forward(ctx, prompt[seq.Len():], false)
 		if err != nil {
 			return nil, err
 		}

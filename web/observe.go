@@ -54,7 +54,8 @@ func (l poolLive) LiveStats() []metrics.ModelStats {
 	}
 	var out []metrics.ModelStats
 	for _, st := range l.p.Loaded() {
-		out = append(out, metrics.ModelStats{Model: st.ID, Running: min(st.Active, 1), Queued: max(st.Active-1, 0), BatchSize: min(st.Active, 1)})
+		out = append(out, metrics.ModelStats{Model: st.ID, Running: min(st.Active, 1), Queued: max(st.Active-1, 0), BatchSize: min(st.Active, 1),
+			KVBytes: st.PromptCacheBytes, PromptLookups: st.PromptLookups, PromptHits: st.PromptHits, PromptHitToken: st.PromptHitTokens})
 	}
 	return out
 }

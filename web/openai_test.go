@@ -172,7 +172,7 @@ func TestChatStream(t *testing.T) {
 	if finish != want.Choices[0].FinishReason {
 		t.Errorf("finish_reason = %q, want %q", finish, want.Choices[0].FinishReason)
 	}
-	if usage == nil || *usage != want.Usage {
+	if usage == nil || usage.counts() != want.Usage.counts() {
 		t.Errorf("usage chunk = %+v, want %+v", usage, want.Usage)
 	}
 }
@@ -288,7 +288,7 @@ func TestCompletionsStream(t *testing.T) {
 			usage = u.Usage
 		}
 	}
-	if fs[len(fs)-1].Data != "[DONE]" || text.String() != want.Choices[0].Text || usage == nil || *usage != want.Usage {
+	if fs[len(fs)-1].Data != "[DONE]" || text.String() != want.Choices[0].Text || usage == nil || usage.counts() != want.Usage.counts() {
 		t.Errorf("stream gave %q, usage %+v; want %q, %+v, then [DONE]", text.String(), usage, want.Choices[0].Text, want.Usage)
 	}
 }
@@ -301,9 +301,12 @@ func TestMaxTokensLength(t *testing.T) {
 			ts.postOK(t, "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"temperature":0,"`+field+`":5}`, &out)
 			prompt := ts.tokenize(t, chatML("hi"), false)
 			want := usageBody{PromptTokens: len(prompt), CompletionTokens: 5, TotalTokens: len(prompt) + 5}
-			if out.Choices[0].FinishReason != "length" || out.Usage != want {
+			if out.Choices[0].FinishReason != "length" || out.Usage.counts() != want.counts() {
 				t.Errorf("finish_reason %q, usage %+v; want length, %+v", out.Choices[0].FinishReason, out.Usage, want)
 			}
 		})
 	}
 }
+
+// counts are a usage's token counts, whatever came from the prompt cache.
+func (u usageBody) counts() [3]int { return [3]int{u.PromptTokens, u.CompletionTokens, u.TotalTokens} }

@@ -18,9 +18,16 @@ type usageBody struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
 	TotalTokens      int `json:"total_tokens"`
+	// PromptTokensDetails says how many prompt tokens came from the
+	// prompt cache, when some did (OpenAI's field).
+	PromptTokensDetails *promptTokensDetails `json:"prompt_tokens_details,omitempty"`
 	// Speculative is Hearth's extension: the drafted tokens and the ones
 	// the model kept, when speculative decoding ran.
 	Speculative *speculativeUsage `json:"speculative,omitempty"`
+}
+
+type promptTokensDetails struct {
+	CachedTokens int `json:"cached_tokens"`
 }
 
 type speculativeUsage struct {
@@ -30,6 +37,9 @@ type speculativeUsage struct {
 
 func usageOf(u engine.Usage) *usageBody {
 	b := &usageBody{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.PromptTokens + u.CompletionTokens}
+	if u.CachedTokens > 0 {
+		b.PromptTokensDetails = &promptTokensDetails{CachedTokens: u.CachedTokens}
+	}
 	if u.Drafted > 0 {
 		b.Speculative = &speculativeUsage{Drafted: u.Drafted, Accepted: u.Accepted}
 	}

@@ -590,7 +590,9 @@ type (
 )
 
 func responseUsageOf(u engine.Usage) *responseUsage {
-	return &responseUsage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens, TotalTokens: u.PromptTokens + u.CompletionTokens}
+	ru := &responseUsage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens, TotalTokens: u.PromptTokens + u.CompletionTokens}
+	ru.InputTokensDetails.CachedTokens = u.CachedTokens
+	return ru
 }
 
 // newOutputText is an empty output_text part.

@@ -631,6 +631,9 @@ type Status struct {
 	// (weights, KV cache at its context, working buffers), or its weights
 	// when its shape is unknown.
 	SizeBytes int64
+	// The prompt cache's lookups, hits, prompt tokens saved and memory.
+	PromptLookups, PromptHits, PromptHitTokens uint64
+	PromptCacheBytes                           int64
 }
 
 // Loaded lists the resident models, the most recently used first (as
@@ -648,7 +651,9 @@ func (p *Pool) Loaded() []Status {
 		select {
 		case <-s.ready:
 			if s.r != nil {
-				out = append(out, Status{Info: s.r.Info(), Active: s.refs, LoadedAt: s.loadedAt, ExpiresAt: s.expiresAt, SizeBytes: s.bytes})
+				st := Status{Info: s.r.Info(), Active: s.refs, LoadedAt: s.loadedAt, ExpiresAt: s.expiresAt, SizeBytes: s.bytes}
+				st.PromptLookups, st.PromptHits, st.PromptHitTokens, st.PromptCacheBytes = s.r.PromptCacheStats()
+				out = append(out, st)
 			}
 		default:
 		}
