@@ -163,6 +163,9 @@ func (r *Runner) sequence(prompt []int32, capTokens int, media bool) (*Sequence,
 	if seq, _ := r.cache.Take(prompt, r.info.ContextTokens, 1); seq != nil {
 		return seq, nil
 	}
+	// Free what no prompt shares before allocating: fit counts one
+	// sequence's memory per model, not one more per cached one.
+	r.cache.Close()
 	return r.model.NewSequence(r.info.ContextTokens)
 }
 
