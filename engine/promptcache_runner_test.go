@@ -1,9 +1,12 @@
 package engine_test
 
 import (
+	"context"
 	"encoding/json"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"hearth/engine"
 	"hearth/engine/sample"
@@ -54,4 +57,50 @@ func TestPromptCacheTurns(t *testing.T) {
 	if l, h, tok, b := cached.PromptCacheStats(); h == 0 || tok == 0 || b == 0 {
 		t.Errorf("stats: %d lookups, %d hits, %d tokens, %d bytes", l, h, tok, b)
 	}
+}
+
+// BenchmarkPromptCacheTTFT measures the time to the first token of a
+// follow-up turn after a long first one (a ~1,500-token system prompt),
+// with the prompt cache and without, on the starter model.
+//
+//	go test ./engine -run '^$' -bench PromptCacheTTFT -benchtime 5x
+func BenchmarkPromptCacheTTFT(b *testing.B) {
+	system := strings.Repeat("Hearth runs language models on your own machine and serves them over the OpenAI, Anthropic and Ollama APIs. ", 80)
+	for _, c := range []struct {
+		name  string
+		bytes int64
+	}{{"cache", 0}, {"no-cache", -1}} {
+		b.Run(c.name, func(b *testing.B) {
+			r, err := engine.Open(filepath.Join("..", "assets", "starter"), engine.RunnerOptions{PromptCacheBytes: c.bytes})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer r.Close()
+			first, _ := json.Marshal([]map[string]string{{"role": "system", "content": system}, {"role": "user", "content": "What is Hearth?"}})
+			var ttft time.Duration
+			for b.Loop() {
+				_, u1, err := generate(b, r, engine.Request{Messages: first, MaxTokens: 16})
+				if err != nil {
+					b.Fatal(err)
+				}
+				_ = u1
+				next, _ := json.Marshal([]map[string]string{{"role": "system", "content": system}, {"role": "user", "content": "What is Hearth?"},
+					{"role": "assistant", "content": "A local engine."}, {"role": "user", "content": "And the web chat?"}})
+				_, u2, err := generate(b, r, engine.Request{Messages: next, MaxTokens: 1})
+				if err != nil {
+					b.Fatal(err)
+				}
+				ttft += u2.TimeToFirstToken
+				b.ReportMetric(float64(u2.PromptTokens), "prompt-tokens")
+				b.ReportMetric(float64(u2.CachedTokens), "cached-tokens")
+			}
+			b.ReportMetric(float64(ttft.Microseconds())/float64(b.N)/1000, "turn2-ttft-ms")
+		})
+	}
+}
+
+func generate(tb testing.TB, r *engine.Runner, req engine.Request) (string, engine.Usage, error) {
+	var sb strings.Builder
+	u, err := r.Generate(context.Background(), req, func(d engine.Delta) error { sb.WriteString(d.Content); return nil })
+	return sb.String(), u, err
 }
