@@ -4,9 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"hearth/internal/readfile"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 )
@@ -167,19 +166,11 @@ func LoadImageProcessor(dir string) (*ImageProcessor, error) {
 }
 
 func readLimited(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
+	b, err := readfile.Bounded(path, maxConfigBytes)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("media: %w", err)
 	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxConfigBytes {
-		return nil, fmt.Errorf("media: %s is over %d bytes; that is no processor config", path, maxConfigBytes)
-	}
-	return b, nil
+	return b, err
 }
 
 func readJSONObject(path string) (map[string]json.RawMessage, error) {

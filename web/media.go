@@ -118,6 +118,18 @@ func (k mediaKind) placeholder() json.RawMessage {
 	return mustJSON(object{{"type", mustJSON(k.String())}})
 }
 
+// withPlaceholder appends kind's placeholder to a message's content list,
+// which the first media part starts from the text parts before it.
+func withPlaceholder(list []json.RawMessage, texts []string, kind mediaKind) []json.RawMessage {
+	if list == nil {
+		list = make([]json.RawMessage, 0, len(texts)+1)
+		for _, t := range texts {
+			list = append(list, textPart(t))
+		}
+	}
+	return append(list, kind.placeholder())
+}
+
 // mediaRef is one image or video of a request, not read yet.
 type mediaRef struct {
 	at   string // the part's place in the request ("messages[0].content[1]")

@@ -233,13 +233,7 @@ func contentParts(at, role string, raw json.RawMessage, refs *[]mediaRef) (json.
 				return nil, err
 			}
 			*refs = append(*refs, ref)
-			if list == nil {
-				list = make([]json.RawMessage, 0, len(parts))
-				for _, t := range texts {
-					list = append(list, textPart(t))
-				}
-			}
-			list = append(list, kind.placeholder())
+			list = withPlaceholder(list, texts, kind)
 		case "input_audio":
 			if role != "user" {
 				return nil, badRequest(pat, "%s: audio content is accepted in user messages only (this message's role is %s)", pat, role)
@@ -248,13 +242,7 @@ func contentParts(at, role string, raw json.RawMessage, refs *[]mediaRef) (json.
 				return nil, badRequest(pat+".input_audio.data", "%s.input_audio.data: required (the audio, base64)", pat)
 			}
 			*refs = append(*refs, mediaRef{at: pat, src: pat + ".input_audio.data", kind: kindAudio, data: *p.InputAudio.Data, bare: true})
-			if list == nil {
-				list = make([]json.RawMessage, 0, len(parts))
-				for _, t := range texts {
-					list = append(list, textPart(t))
-				}
-			}
-			list = append(list, kindAudio.placeholder())
+			list = withPlaceholder(list, texts, kindAudio)
 		case "file", "input_file":
 			return nil, badRequest(pat, "%s: %s content is not supported yet (text, images, video and audio only)", pat, p.Type)
 		default:

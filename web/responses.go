@@ -447,13 +447,7 @@ func inputContent(at, role string, raw json.RawMessage, refs *[]mediaRef) (json.
 				return nil, err
 			}
 			*refs = append(*refs, ref)
-			if list == nil {
-				list = make([]json.RawMessage, 0, len(parts))
-				for _, t := range texts {
-					list = append(list, textPart(t))
-				}
-			}
-			list = append(list, kindImage.placeholder())
+			list = withPlaceholder(list, texts, kindImage)
 		case "input_file", "input_audio":
 			return nil, badRequest(pat, "%s: %s content is not supported yet (text and images only)", pat, p.Type)
 		default:

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 	"hearth/engine/family"
 	"hearth/engine/tensor"
 	"hearth/engine/weights"
+	"hearth/internal/readfile"
 )
 
 // Checkpoint is one model directory as read from disk.
@@ -92,21 +92,7 @@ func firstErr(errs ...error) error {
 }
 
 // readBounded reads a small file whole, refusing one over maxConfigBytes.
-func readBounded(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxConfigBytes {
-		return nil, fmt.Errorf("%s: over the %d-byte limit", filepath.Base(path), maxConfigBytes)
-	}
-	return b, nil
-}
+func readBounded(path string) ([]byte, error) { return readfile.Bounded(path, maxConfigBytes) }
 
 // Quantization names how the weights are stored: "q4g64" for MLX affine
 // quantization (the default bits and group size), "mixed" when only some
