@@ -5,7 +5,7 @@
 
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { dropFiles, lastReply, ready, send, settled } from './browser.js';
+import { answered, dropFiles, lastReply, ready, send, settled } from './browser.js';
 
 // replyText is a reply's answer and thinking: the test model's random
 // tokens may well open a <think> section.
@@ -60,8 +60,7 @@ async function stop({ page, w, env }) {
   const aborted = w.failed.filter((f) => f.url.endsWith('/v1/chat/completions'));
   assert.equal(aborted.length, 1, 'the browser did not abort the request');
   // The next request is served at once: nothing is left holding the model.
-  await send(page, 'And now a short one.');
-  await settled(page);
+  await answered(page, () => send(page, 'And now a short one.'));
   const next = lastReply(page);
   assert.equal(await next.locator('.msg-error').count(), 0, 'the request after Stop failed');
   assert.ok((await replyText(next)).trim().length > 0, 'the request after Stop got no text');
@@ -94,8 +93,7 @@ async function models({ page, w, env }) {
   await page.waitForSelector('#model-list', { state: 'hidden' });
   assert.equal((await page.locator('#model-button .model-id').innerText()).trim(), other);
   assert.equal(await page.evaluate(() => document.activeElement.id), 'model-button', 'focus returns to the picker');
-  await send(page, 'Which model are you?');
-  await settled(page);
+  await answered(page, () => send(page, 'Which model are you?'));
   assert.equal((await lastReply(page).locator('.msg-role').innerText()).trim(), other);
   assert.equal(w.chats[0].body.model, other);
   // The choice sticks to the conversation across a reload.
@@ -232,11 +230,9 @@ async function attach({ page, w, env }) {
 
 async function persist({ page, w, env }) {
   await ready(page, env.base);
-  await send(page, 'First conversation');
-  await settled(page);
+  await answered(page, () => send(page, 'First conversation'));
   await page.click('#new-chat');
-  await send(page, 'Second conversation');
-  await settled(page);
+  await answered(page, () => send(page, 'Second conversation'));
   const items = page.locator('#conv-list .conv');
   assert.equal(await items.count(), 2);
   // Rename the first one.
@@ -277,25 +273,21 @@ async function persist({ page, w, env }) {
 
 async function edit({ page, w, env }) {
   await ready(page, env.base);
-  await send(page, 'Original question');
-  await settled(page);
-  await page.getByRole('button', { name: 'Regenerate this reply' }).click();
-  await settled(page);
+  await answered(page, () => send(page, 'Original question'));
+  await answered(page, () => page.getByRole('button', { name: 'Regenerate this reply' }).click());
   assert.equal(w.chats.length, 2);
   assert.deepEqual(w.chats[1].body.messages, w.chats[0].body.messages, 'regenerate sent a different history');
   assert.equal(await page.locator('article.msg').count(), 2, 'regenerate kept the old reply');
   await page.getByRole('button', { name: 'Edit and resend this message' }).click();
   const box = page.locator('.edit-box');
   await box.fill('Edited question');
-  await box.press('Enter');
-  await settled(page);
+  await answered(page, () => box.press('Enter'));
   assert.equal(w.chats.length, 3);
   assert.deepEqual(w.chats[2].body.messages, [{ role: 'user', content: 'Edited question' }]);
   assert.equal((await page.locator('article.msg-user .msg-body').innerText()).trim(), 'Edited question');
   assert.equal(await page.locator('article.msg').count(), 2);
   // A second turn sends the first reply back without its reasoning.
-  await send(page, 'Follow-up');
-  await settled(page);
+  await answered(page, () => send(page, 'Follow-up'));
   const msgs = w.chats[3].body.messages;
   assert.deepEqual(msgs.map((m) => m.role), ['user', 'assistant', 'user']);
   assert.ok(!String(msgs[1].content).includes('<think>'));
@@ -307,8 +299,7 @@ async function screenshot({ page, env }) {
   await ready(page, env.base);
   await dropFiles(page, [{ path: env.image, type: 'image/png' }]);
   await page.waitForSelector('#attachments .chip-image img');
-  await send(page, 'What is in this picture?');
-  await settled(page);
+  await answered(page, () => send(page, 'What is in this picture?'));
   await page.locator('article.msg-assistant details.thinking summary').click();
   await page.mouse.move(0, 0);
   await page.evaluate(() => {

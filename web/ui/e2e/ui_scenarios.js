@@ -3,7 +3,7 @@
 // accessible names, a narrow window, and dark mode.
 
 import assert from 'node:assert/strict';
-import { ready, send, settled } from './browser.js';
+import { answered, ready, send, settled } from './browser.js';
 
 async function render({ page, env }) {
   await ready(page, env.base);
@@ -77,8 +77,7 @@ async function settings({ page, w, env }) {
   await page.fill('#param-temperature', '0.3');
   await page.fill('#param-max_tokens', '12');
   await page.fill('#param-seed', '7');
-  await send(page, 'Hi');
-  await settled(page);
+  await answered(page, () => send(page, 'Hi'));
   const b = w.chats[0].body;
   assert.deepEqual(b.messages[0], { role: 'system', content: 'You are terse.' });
   assert.equal(b.temperature, 0.3);
@@ -140,8 +139,7 @@ async function keyboard({ page, w, env }) {
 async function narrow({ page, env }) {
   await page.setViewportSize({ width: 380, height: 740 });
   await ready(page, env.base);
-  await send(page, 'A message in a narrow window, long enough to wrap over several lines of the screen.');
-  await settled(page);
+  await answered(page, () => send(page, 'A message in a narrow window, long enough to wrap over several lines of the screen.'));
   assert.equal(await page.isVisible('#sidebar'), false, 'the sidebar covers a narrow window');
   assert.equal(await page.isVisible('#toggle-sidebar'), true);
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
