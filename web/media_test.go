@@ -533,15 +533,13 @@ func TestMediaPlaceholders(t *testing.T) {
 	}
 }
 
-// visionModel is the tiny Gemma 3 checkpoint with a vision tower, when
-// it is there.
+// visionModel is the tiny Gemma 3 checkpoint with a vision tower
+// (tools/oracle/make_vision_goldens.py).
 func visionModel(t *testing.T) pool.Model {
 	t.Helper()
 	dir := filepath.Join(testmodels.Root(), "gemma3_vision-f32")
 	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
-		// Made by the engine's vision work; to become required (testenv.Need)
-		// once it is committed.
-		t.Skipf("skipping: %s is not built yet (the tiny Gemma 3 vision checkpoint)", dir)
+		t.Fatalf("%s: %v (the tiny Gemma 3 vision checkpoint is committed)", dir, err)
 	}
 	return pool.Model{ID: "gemma3_vision", Dir: dir}
 }
