@@ -149,3 +149,55 @@ func TestForcedToolCall(t *testing.T) {
 		t.Errorf("anthropic forced tool: %+v", msg)
 	}
 }
+
+// TestOllamaLogprobs: /api/chat and /api/generate return each token's
+// log probability and the alternatives when asked, streamed and whole,
+// and the streamed ones are the whole answer's.
+func TestOllamaLogprobs(t *testing.T) {
+	ts := startServer(t)
+	type lp struct {
+		Token       string  `json:"token"`
+		Logprob     float64 `json:"logprob"`
+		Bytes       []int   `json:"bytes"`
+		TopLogprobs []struct {
+			Token   string  `json:"token"`
+			Logprob float64 `json:"logprob"`
+		} `json:"top_logprobs"`
+	}
+	var whole struct {
+		Response  string `json:"response"`
+		EvalCount int    `json:"eval_count"`
+		Logprobs  []lp   `json:"logprobs"`
+	}
+	ts.postOK(t, "/api/generate", `{"prompt":"hi","stream":false,"logprobs":true,"top_logprobs":3,"options":{"temperature":0,"num_predict":6}}`, &whole)
+	if len(whole.Logprobs) != whole.EvalCount || whole.EvalCount == 0 {
+		t.Fatalf("%d logprobs for %d tokens", len(whole.Logprobs), whole.EvalCount)
+	}
+	var text strings.Builder
+	for _, l := range whole.Logprobs {
+		text.WriteString(l.Token)
+		if l.Logprob > 0 || len(l.TopLogprobs) != 3 || l.TopLogprobs[0].Logprob < l.Logprob-1e-6 || len(l.Bytes) != len(l.Token) {
+			t.Errorf("logprob %+v", l)
+		}
+	}
+	if !strings.HasPrefix(text.String(), whole.Response) && !strings.HasPrefix(whole.Response, text.String()) {
+		t.Errorf("tokens %q, response %q", text.String(), whole.Response)
+	}
+	r := ts.post(t, "/api/chat", `{"messages":[{"role":"user","content":"hi"}],"logprobs":true,"options":{"temperature":0,"num_predict":6}}`)
+	n := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(r.Body)), "\n") {
+		var f struct {
+			Logprobs []lp `json:"logprobs"`
+		}
+		if err := json.Unmarshal([]byte(line), &f); err != nil {
+			t.Fatal(err)
+		}
+		n += len(f.Logprobs)
+	}
+	if n != 6 {
+		t.Errorf("a streamed chat gave %d logprobs for 6 tokens", n)
+	}
+	if r := ts.post(t, "/api/generate", `{"prompt":"hi","top_logprobs":99}`); r.Status != http.StatusBadRequest {
+		t.Errorf("top_logprobs 99: %d", r.Status)
+	}
+}

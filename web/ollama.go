@@ -20,6 +20,10 @@ type ollamaCommon struct {
 	Options   ollamaOptions   `json:"options"`
 	Think     json.RawMessage `json:"think"`
 	KeepAlive json.RawMessage `json:"keep_alive"`
+	// Logprobs and TopLogprobs ask for each generated token's log
+	// probability and the likeliest alternatives, as Ollama returns them.
+	Logprobs    bool `json:"logprobs"`
+	TopLogprobs *int `json:"top_logprobs"`
 }
 
 // ollamaOptions are the options Hearth honours. Ollama's others (num_ctx,
@@ -101,6 +105,13 @@ func (in *ollamaCommon) job(chat bool) (*ollamaJob, error) {
 	if job.req.Format, err = ollamaFormat(in.Format); err != nil {
 		return nil, err
 	}
+	if in.TopLogprobs != nil {
+		if n := *in.TopLogprobs; n < 0 || n > maxTopLogprobs {
+			return nil, badRequest("top_logprobs", "top_logprobs: %d is out of range [0, %d]", n, maxTopLogprobs)
+		}
+		job.req.TopLogprobs = *in.TopLogprobs
+	}
+	job.req.Logprobs = in.Logprobs || job.req.TopLogprobs > 0
 	if job.req.TemplateKwargs, err = thinkKwargs(in.Think); err != nil {
 		return nil, err
 	}

@@ -22,6 +22,8 @@ type (
 		Message   *ollamaMessage `json:"message,omitempty"`  // /api/chat
 		Response  *string        `json:"response,omitempty"` // /api/generate
 		Done      bool           `json:"done"`
+		// Logprobs are the frame's tokens' log probabilities, when asked.
+		Logprobs []ollamaLogprob `json:"logprobs,omitempty"`
 		// DoneReason is stop, length, or for a request that generates
 		// nothing load or unload.
 		DoneReason string `json:"done_reason,omitempty"`
@@ -40,6 +42,12 @@ type (
 		Index     int             `json:"index"`
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"` // an object, not JSON text as in OpenAI's API
+	}
+	ollamaLogprob struct {
+		Token       string          `json:"token"`
+		Logprob     logprob         `json:"logprob"`
+		Bytes       []int           `json:"bytes,omitempty"`
+		TopLogprobs []ollamaLogprob `json:"top_logprobs,omitempty"`
 	}
 	// ollamaMetrics end an answer; durations are in nanoseconds.
 	ollamaMetrics struct {
@@ -166,28 +174,50 @@ func (s *Server) answerOllama(c echo.Context, g generator, job *ollamaJob, b oll
 		}
 		return out
 	}
+	var lps []ollamaLogprob
 	if !job.stream {
 		return s.generate(c, g, job.req, answer{
 			kind: kind, model: b.model,
 			emit: func(d engine.Delta) error {
 				text.WriteString(d.Content)
 				toolCalls(d.ToolCalls)
+				lps = append(lps, ollamaLogprobs(d.Logprobs)...)
 				return nil
 			},
-			finish: func(u engine.Usage) error { return c.JSON(http.StatusOK, last(text.String(), calls, u)) },
+			finish: func(u engine.Usage) error {
+				out := last(text.String(), calls, u)
+				out.Logprobs = lps
+				return c.JSON(http.StatusOK, out)
+			},
 		})
 	}
 	w := newNDJSON(c)
 	return s.generate(c, g, job.req, answer{
 		kind: kind + " stream", model: b.model,
 		emit: func(d engine.Delta) error {
-			if d.Content == "" && len(d.ToolCalls) == 0 {
+			if d.Content == "" && len(d.ToolCalls) == 0 && len(d.Logprobs) == 0 {
 				return nil
 			}
-			return w.line(frame(d.Content, toolCalls(d.ToolCalls)))
+			out := frame(d.Content, toolCalls(d.ToolCalls))
+			out.Logprobs = ollamaLogprobs(d.Logprobs)
+			return w.line(out)
 		},
 		finish:  func(u engine.Usage) error { return w.line(last("", nil, u)) },
 		started: w.begun,
 		fail:    func(p problem) error { return w.line(nativeError{Error: p.Message}) },
 	})
+}
+
+// ollamaLogprobs are the engine's token logprobs as Ollama writes them:
+// the token's text, its bytes, and the alternatives.
+func ollamaLogprobs(lps []engine.TokenLogprob) []ollamaLogprob {
+	var out []ollamaLogprob
+	for _, lp := range lps {
+		o := ollamaLogprob{Token: lp.Token, Logprob: logprob(lp.Logprob), Bytes: byteList(lp.Token)}
+		for _, t := range lp.Top {
+			o.TopLogprobs = append(o.TopLogprobs, ollamaLogprob{Token: t.Token, Logprob: logprob(t.Logprob), Bytes: byteList(t.Token)})
+		}
+		out = append(out, o)
+	}
+	return out
 }
