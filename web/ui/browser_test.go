@@ -156,8 +156,13 @@ func TestMain(m *testing.M) {
 // added to its environment. It stops the server when t ends.
 func startHearth(t *testing.T, hub string, env ...string) *hearthServer {
 	t.Helper()
+	return startHearthWith(t, filepath.Join(testmodels.Root(), "chat-tiny"), hub, env...)
+}
+
+// startHearthWith is startHearth serving the checkpoint in model.
+func startHearthWith(t *testing.T, model, hub string, env ...string) *hearthServer {
+	t.Helper()
 	tmp := t.TempDir()
-	model := filepath.Join(testmodels.Root(), "chat-tiny")
 	s := &hearthServer{bin: hearthBinary(t), logs: &syncBuffer{},
 		args: []string{"serve", "--host", "127.0.0.1", "--model", model},
 		env:  append([]string{"HOME=" + tmp, "HF_HOME=" + filepath.Join(tmp, "hf"), "HF_HUB_CACHE=" + hub, "PATH=" + os.Getenv("PATH")}, env...)}

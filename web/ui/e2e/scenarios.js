@@ -309,4 +309,29 @@ async function screenshot({ page, env }) {
   return { shot: process.env.SHOT };
 }
 
-export const scenarios = { stream, stop, models, media, attach, persist, edit, screenshot };
+// vision drops a picture into the chat with a model that takes images
+// (the tiny Gemma 3 with a vision tower) and gets an answer: no warning,
+// the thumbnail in the composer and then in the transcript, a reply.
+async function vision({ page, env }) {
+  await ready(page, env.base);
+  const model = (await page.locator('#model-button .model-id').innerText()).trim();
+  await dropFiles(page, [{ path: env.image, type: 'image/png' }]);
+  const chip = page.locator('#attachments .chip-image img');
+  await chip.waitFor();
+  assert.ok((await loaded(chip)) > 0, 'the composer thumbnail shows no picture');
+  assert.equal(await page.locator('#notice:not([hidden])').count(), 0, `${model} takes images, yet the page warns`);
+  const res = page.waitForResponse((r) => r.url().endsWith('/v1/chat/completions') && r.request().method() === 'POST');
+  await send(page, 'What is in this picture?');
+  const status = (await res).status();
+  await settled(page);
+  const user = page.locator('article.msg-user').last();
+  const thumb = user.locator('figure.att img');
+  assert.equal(await thumb.count(), 1, 'the sent message has no thumbnail');
+  assert.ok((await loaded(thumb)) > 0, 'the transcript thumbnail shows no picture');
+  assert.equal(await user.locator('.msg-rejected').count(), 0, 'the message was refused');
+  const reply = (await lastReply(page).locator('.msg-body').innerText()).trim();
+  assert.ok(reply.length > 0, 'no reply');
+  return { status, model, reply };
+}
+
+export const scenarios = { stream, stop, models, media, attach, persist, edit, screenshot, vision };
