@@ -293,6 +293,23 @@ func TestLsAndRm(t *testing.T) {
 		t.Errorf("the server resolved a directory path")
 	}
 
+	// An alias (POST /api/copy's) shows in ls and goes alone with rm.
+	env["XDG_CONFIG_HOME"] = t.TempDir()
+	c, out, _ = newCLI(t, "", env)
+	if _, err := c.registry().Copy("acme/tiny-chat", "my-chat"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.run([]string{"ls"}); err != nil || !strings.Contains(out.String(), "my-chat → acme/tiny-chat") {
+		t.Errorf("ls with an alias: %v\n%s", err, out.String())
+	}
+	c, out, _ = newCLI(t, "", env)
+	if err := c.run([]string{"rm", "my-chat"}); err != nil || out.String() != "deleted the alias my-chat\n" {
+		t.Fatalf("rm of an alias: %v %q", err, out.String())
+	}
+	if _, err := os.Stat(repo); err != nil {
+		t.Errorf("removing the alias removed the model: %v", err)
+	}
+
 	c, out, _ = newCLI(t, "", env)
 	if err := c.run([]string{"rm", "acme/tiny-chat"}); err != nil || out.String() != "deleted acme/tiny-chat\n" {
 		t.Fatalf("rm: %v %q", err, out.String())

@@ -108,6 +108,12 @@ func (c *cli) ls(args []string) error {
 		noun = "model"
 	}
 	fmt.Fprintf(c.stdout, "\n%d %s (the Hugging Face cache is %s)\n", len(recs), noun, reg.CacheDir())
+	if aliases, err := reg.Aliases(); err == nil && len(aliases) > 0 {
+		fmt.Fprintf(c.stdout, "\naliases (POST /api/copy made them; hearth rm NAME removes one):\n")
+		for _, a := range aliases {
+			fmt.Fprintf(c.stdout, "  %s → %s\n", a.Name, a.Target)
+		}
+	}
 	return nil
 }
 
@@ -183,6 +189,13 @@ func (c *cli) rm(args []string) error {
 	for _, name := range fs.Args() {
 		if pool.Untagged(name) == assets.StarterID {
 			return fmt.Errorf("rm: %s is built into hearth and cannot be removed (it takes no space in the cache)", name)
+		}
+		// An alias goes alone: the model it names stays.
+		if removed, err := c.registry().RemoveAlias(name); err != nil {
+			return fmt.Errorf("rm: %w", err)
+		} else if removed {
+			fmt.Fprintf(c.stdout, "deleted the alias %s\n", name)
+			continue
 		}
 		if err := registry.Remove(cache, name); err != nil {
 			return fmt.Errorf("rm: %w", err)
