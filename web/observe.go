@@ -1,7 +1,6 @@
 package web
 
 import (
-	"errors"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -27,10 +26,6 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		code := c.Response().Status
 		if err != nil && !c.Response().Committed {
 			code = classify(err).Status
-			var he *echo.HTTPError
-			if errors.As(err, &he) {
-				code = he.Code
-			}
 		}
 		model, _ := c.Get(modelKey).(string)
 		s.metrics.Request(model, path, code)
@@ -55,7 +50,7 @@ func (l poolLive) LiveStats() []metrics.ModelStats {
 	var out []metrics.ModelStats
 	for _, st := range l.p.Loaded() {
 		out = append(out, metrics.ModelStats{Model: st.ID, Running: min(st.Active, 1), Queued: max(st.Active-1, 0), BatchSize: min(st.Active, 1),
-			KVBytes: st.PromptCacheBytes, PromptLookups: st.PromptLookups, PromptHits: st.PromptHits, PromptHitToken: st.PromptHitTokens})
+			PromptCacheBytes: st.PromptCacheBytes, PromptLookups: st.PromptLookups, PromptHits: st.PromptHits, PromptHitToken: st.PromptHitTokens})
 	}
 	return out
 }

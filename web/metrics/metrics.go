@@ -1,7 +1,7 @@
 // Package metrics is Hearth's GET /metrics: request, token and latency
 // counters per model in the Prometheus text format, through the official
 // client library, plus what the engine reports live at scrape time
-// (queues, KV memory, prompt-cache hits, speculative acceptance).
+// (queues, the prompt cache's memory and hits, speculative acceptance).
 package metrics
 
 import (
@@ -33,14 +33,14 @@ type Live interface {
 
 // ModelStats is one loaded model's state now.
 type ModelStats struct {
-	Model          string
-	Queued         int   // requests waiting
-	Running        int   // requests decoding
-	BatchSize      int   // sequences in the last decode step
-	KVBytes        int64 // cache memory in use (sequences and prompt cache)
-	PromptLookups  uint64
-	PromptHits     uint64 // lookups that reused a cached prefix
-	PromptHitToken uint64 // prompt tokens read from the cache instead of computed
+	Model            string
+	Queued           int   // requests waiting
+	Running          int   // requests decoding
+	BatchSize        int   // sequences in the last decode step
+	PromptCacheBytes int64 // memory the prompt cache keeps (finished sequences)
+	PromptLookups    uint64
+	PromptHits       uint64 // lookups that reused a cached prefix
+	PromptHitToken   uint64 // prompt tokens read from the cache instead of computed
 }
 
 // New makes the registry; live may be nil.
@@ -119,7 +119,7 @@ var (
 	queuedDesc  = prometheus.NewDesc("hearth_queue_requests", "Requests waiting for the model.", []string{"model"}, nil)
 	runningDesc = prometheus.NewDesc("hearth_running_requests", "Requests the model is decoding.", []string{"model"}, nil)
 	batchDesc   = prometheus.NewDesc("hearth_batch_size", "Sequences in the model's last decode step.", []string{"model"}, nil)
-	kvDesc      = prometheus.NewDesc("hearth_kv_cache_bytes", "Cache memory in use.", []string{"model"}, nil)
+	kvDesc      = prometheus.NewDesc("hearth_prompt_cache_bytes", "Memory the prompt cache keeps: finished sequences held for reuse.", []string{"model"}, nil)
 	lookupDesc  = prometheus.NewDesc("hearth_prompt_cache_lookups_total", "Prompts looked up in the prompt cache.", []string{"model"}, nil)
 	hitDesc     = prometheus.NewDesc("hearth_prompt_cache_hits_total", "Lookups that reused a cached prefix.", []string{"model"}, nil)
 	hitTokDesc  = prometheus.NewDesc("hearth_prompt_cache_hit_tokens_total", "Prompt tokens read from the cache.", []string{"model"}, nil)
@@ -136,7 +136,7 @@ func (c liveCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(queuedDesc, prometheus.GaugeValue, float64(s.Queued), s.Model)
 		ch <- prometheus.MustNewConstMetric(runningDesc, prometheus.GaugeValue, float64(s.Running), s.Model)
 		ch <- prometheus.MustNewConstMetric(batchDesc, prometheus.GaugeValue, float64(s.BatchSize), s.Model)
-		ch <- prometheus.MustNewConstMetric(kvDesc, prometheus.GaugeValue, float64(s.KVBytes), s.Model)
+		ch <- prometheus.MustNewConstMetric(kvDesc, prometheus.GaugeValue, float64(s.PromptCacheBytes), s.Model)
 		ch <- prometheus.MustNewConstMetric(lookupDesc, prometheus.CounterValue, float64(s.PromptLookups), s.Model)
 		ch <- prometheus.MustNewConstMetric(hitDesc, prometheus.CounterValue, float64(s.PromptHits), s.Model)
 		ch <- prometheus.MustNewConstMetric(hitTokDesc, prometheus.CounterValue, float64(s.PromptHitToken), s.Model)

@@ -14,7 +14,7 @@ type fakeLive []ModelStats
 func (f fakeLive) LiveStats() []ModelStats { return f }
 
 func TestScrape(t *testing.T) {
-	m := New(fakeLive{{Model: "hearth/starter", Queued: 2, Running: 1, BatchSize: 1, KVBytes: 4096, PromptLookups: 5, PromptHits: 3, PromptHitToken: 900}})
+	m := New(fakeLive{{Model: "hearth/starter", Queued: 2, Running: 1, BatchSize: 1, PromptCacheBytes: 4096, PromptLookups: 5, PromptHits: 3, PromptHitToken: 900}})
 	m.Request("hearth/starter", "/v1/chat/completions", 200)
 	m.Generation("hearth/starter", Usage{PromptTokens: 30, CompletionTokens: 11,
 		TimeToFirstToken: 120 * time.Millisecond, Decode: 500 * time.Millisecond, Drafted: 8, Accepted: 5})
@@ -37,7 +37,7 @@ func TestScrape(t *testing.T) {
 		`hearth_time_per_output_token_seconds_sum{model="hearth/starter"} 0.05`,
 		`hearth_speculative_accepted_tokens_total{model="hearth/starter"} 5`,
 		`hearth_queue_requests{model="hearth/starter"} 2`,
-		`hearth_kv_cache_bytes{model="hearth/starter"} 4096`,
+		`hearth_prompt_cache_bytes{model="hearth/starter"} 4096`,
 		`hearth_prompt_cache_hits_total{model="hearth/starter"} 3`,
 		`process_resident_memory_bytes`,
 	} {
