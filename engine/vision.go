@@ -7,21 +7,13 @@ import (
 	"slices"
 
 	"hearth/engine/checkpoint"
-	"hearth/engine/config"
 	"hearth/engine/families"
 	"hearth/engine/family"
 	"hearth/engine/nn"
 	"hearth/engine/tensor"
 	"hearth/engine/tower"
-	"hearth/engine/tower/siglip"
 	"hearth/media"
 )
-
-// visionTowers are the vision towers Hearth runs, by config.json's
-// top-level model_type (docs/design/vision.md).
-var visionTowers = map[string]func(raw []byte, c *config.Config, l *nn.Loader) (tower.Vision, error){
-	"gemma3": siglip.LoadGemma3,
-}
 
 // loadVision binds the checkpoint's vision tower when its weights hold
 // one, Hearth has the tower for its model type and the family splices the
@@ -31,11 +23,7 @@ func loadVision(ck *checkpoint.Checkpoint, fam *family.Family, l *nn.Loader) (to
 	if ck.Towers&families.Towers(ck.Config, fam)&family.Vision == 0 {
 		return nil, nil
 	}
-	load := visionTowers[ck.Config.ModelType]
-	if load == nil {
-		return nil, nil
-	}
-	v, err := load(ck.ConfigJSON, ck.Config, l)
+	v, err := families.VisionTower(ck.Config)(ck.ConfigJSON, ck.Config, l)
 	if err != nil {
 		return nil, err
 	}

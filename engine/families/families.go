@@ -11,6 +11,9 @@ import (
 	"hearth/engine/family/qwen35"
 	"hearth/engine/family/universal"
 	"hearth/engine/fit"
+	"hearth/engine/nn"
+	"hearth/engine/tower"
+	"hearth/engine/tower/siglip"
 )
 
 // list is the registry, in resolution order: targeted ports first, the
@@ -33,18 +36,25 @@ func Shape(c *config.Config, weightBytes int64) fit.Shape {
 // family.ErrUnsupported that lists the supported model types.
 func Resolve(c *config.Config) (*family.Family, error) { return family.Resolve(list, c) }
 
-// towerTypes are the towers Hearth has, by config.json's top-level
-// model_type (engine/vision.go binds them).
-var towerTypes = map[string]family.Caps{
-	"gemma3": family.Vision,
+// VisionLoader binds a checkpoint's vision tower.
+type VisionLoader func(raw []byte, c *config.Config, l *nn.Loader) (tower.Vision, error)
+
+// visionTowers are the vision towers Hearth has, by config.json's
+// top-level model_type (docs/design/vision.md).
+var visionTowers = map[string]VisionLoader{
+	"gemma3": siglip.LoadGemma3,
 }
+
+// VisionTower is the loader of c's vision tower, nil when Hearth has none
+// for its model type.
+func VisionTower(c *config.Config) VisionLoader { return visionTowers[c.ModelType] }
 
 // Towers are the towers Hearth runs for checkpoints of c: it has them for
 // c's model type and f splices their output. A checkpoint takes images
 // (audio) when it also holds the tower's weights.
 func Towers(c *config.Config, f *family.Family) family.Caps {
-	if f == nil || f.Media == nil {
+	if f == nil || f.Media == nil || VisionTower(c) == nil {
 		return 0
 	}
-	return towerTypes[c.ModelType] & f.Media(c)
+	return family.Vision & f.Media(c)
 }
