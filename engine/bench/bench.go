@@ -186,7 +186,8 @@ func (o Options) synthesize() (string, error) {
 // weightBytes fills the checkpoint size and the bytes one decode step
 // reads: every tensor, except that an untied embedding table is read one
 // row at a time (a tied one is read whole as the output head), and so is
-// a table of per-layer input embeddings (Gemma 4's embed_tokens_per_layer).
+// a table of per-layer input embeddings (Gemma 4's embed_tokens_per_layer);
+// the towers and their projectors run once per picture, not per token.
 func (r *Report) weightBytes(ck *checkpoint.Checkpoint) {
 	sum := ck.Weights
 	r.WeightBytes = sum.Bytes
@@ -195,7 +196,8 @@ func (r *Report) weightBytes(ck *checkpoint.Checkpoint) {
 	var rowWise int64
 	for _, t := range sum.Tensors {
 		base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(t.Name, ".weight"), ".scales"), ".biases")
-		if strings.HasSuffix(base, "embed_tokens_per_layer") || (!tied && strings.HasSuffix(base, "embed_tokens")) {
+		if strings.HasSuffix(base, "embed_tokens_per_layer") || (!tied && strings.HasSuffix(base, "embed_tokens")) ||
+			checkpoint.TowerTensor(t.Name) != 0 || strings.Contains(t.Name, "multi_modal_projector.") {
 			rowWise += t.Length
 		}
 	}
@@ -298,6 +300,9 @@ func (r *Report) measure(ctx context.Context, ck *checkpoint.Checkpoint, opt Opt
 		r.HostQueueUs, r.HostWaitUs = median(r.Samples.HostQueueUs), median(r.Samples.HostWaitUs)
 	}
 	r.DecodeFractionOfBound = median(r.Samples.DecodeFraction)
+	if err := r.measureImage(ctx, m, ck, opt); err != nil {
+		return err
+	}
 	if opt.Profile {
 		// one step at the decode runs' middle context
 		prompt := max(1, opt.Decode/2)

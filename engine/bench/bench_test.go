@@ -80,6 +80,9 @@ func TestShapeConfigs(t *testing.T) {
 			if s.Gemma4 != nil {
 				window = s.Gemma4.SlidingWindow
 			}
+			if s.Gemma3 != nil {
+				window = s.Gemma3.SlidingWindow
+			}
 			if c.HeadDim != s.HeadDim || c.NumKeyValueHeads != s.NumKeyValueHeads || c.TieWordEmbeddings != s.TieWordEmbeddings || c.SlidingWindow != window {
 				t.Errorf("%s: parsed head_dim %d, kv heads %d, tied %v, window %d", name, c.HeadDim, c.NumKeyValueHeads, c.TieWordEmbeddings, c.SlidingWindow)
 			}

@@ -60,6 +60,10 @@ type Report struct {
 	DecodeProfile  []tensor.KernelTime `json:"decode_profile,omitempty"`
 	ProfileContext int                 `json:"profile_context,omitempty"`
 
+	// Image is one picture through the vision tower and in a prompt, for
+	// a model that has one (nil otherwise).
+	Image *ImageReport `json:"image,omitempty"`
+
 	Repeats int `json:"repeats"`
 	Samples struct {
 		TTFTMs     map[string][]float64 `json:"ttft_ms"`
@@ -69,6 +73,8 @@ type Report struct {
 		DecodeFraction []float64 `json:"decode_fraction_of_bound"`
 		HostQueueUs    []float64 `json:"host_queue_us_per_token,omitempty"`
 		HostWaitUs     []float64 `json:"host_wait_us_per_token,omitempty"`
+		ImageEncodeMs  []float64 `json:"image_encode_ms,omitempty"`
+		ImageTTFTMs    []float64 `json:"image_ttft_ms,omitempty"`
 	} `json:"samples"`
 }
 
@@ -175,6 +181,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 			fmt.Fprintf(tw, "  %s\t%d×\t%.0f µs\t%.1f%%\n", k.Label, k.Count, float64(k.Time.Nanoseconds())/1e3, 100*k.Time.Seconds()/total.Seconds())
 		}
 		tw.Flush()
+	}
+	if im := r.Image; im != nil {
+		fmt.Fprintf(w, "image      a %d×%d picture: %.0f ms to encode (processor and tower, %d soft tokens); TTFT %.0f ms with it in a %d-token prompt\n",
+			im.Width, im.Height, im.EncodeMs, im.Tokens, im.TTFTMs, im.PromptTokens)
 	}
 	fmt.Fprintf(w, "peak RSS   %.2f GB\n", float64(r.PeakRSSBytes)/1e9)
 	fmt.Fprintf(w, "(medians of %d runs)\n", r.Repeats)

@@ -31,6 +31,9 @@ type Shape struct {
 	// and tensors, run through those families' graphs. At most one is set.
 	Gemma4 *Gemma4Shape
 	Qwen35 *Qwen35Shape
+	// Gemma3 makes it Gemma 3 with its vision tower (the universal tier's
+	// gemma3_text decoder and engine/tower/siglip).
+	Gemma3 *Gemma3Shape
 }
 
 // Gemma4Shape is what a Gemma 4 text decoder (model_type gemma4_text) adds:
@@ -66,7 +69,8 @@ func (s Shape) layerTypes() []string {
 	out := make([]string, s.NumHiddenLayers)
 	for i := range out {
 		switch {
-		case s.Gemma4 != nil && (i+1)%s.Gemma4.FullEvery != 0:
+		case s.Gemma4 != nil && (i+1)%s.Gemma4.FullEvery != 0,
+			s.Gemma3 != nil && (i+1)%s.Gemma3.FullEvery != 0:
 			out[i] = "sliding_attention"
 		case s.Qwen35 != nil && (i+1)%s.Qwen35.FullEvery != 0:
 			out[i] = "linear_attention"
@@ -163,6 +167,36 @@ var shapes = map[string]Shape{
 		TieWordEmbeddings: false, RMSNormEps: 1e-6, RopeTheta: 10000000, MaxPosition: 262144,
 		Qwen35: &qwen35Published,
 	},
+	// Gemma 3 4B with its vision tower (mlx-community/gemma-3-4b-it-4bit's
+	// upstream config, as engine/registry/catalog.json holds it): the
+	// gemma3_text decoder, five sliding layers (window 1024) to one full
+	// (linear rope ×8), and SigLIP so400m at 896 px (27 layers, 4096
+	// patches), average-pooled to 256 soft tokens.
+	"gemma-3-4b": {
+		Name: "gemma-3-4b", ModelType: "gemma3",
+		HiddenSize: 2560, IntermediateSize: 10240, NumHiddenLayers: 34,
+		NumAttentionHeads: 8, NumKeyValueHeads: 4, HeadDim: 256, VocabSize: 262208,
+		TieWordEmbeddings: true, RMSNormEps: 1e-6, RopeTheta: 1e6, MaxPosition: 131072,
+		Gemma3: &Gemma3Shape{
+			SlidingWindow: 1024, FullEvery: 6, LocalRopeTheta: 10000, RopeFactor: 8, QueryScalar: 256,
+			VisionHidden: 1152, VisionIntermediate: 4304, VisionLayers: 27, VisionHeads: 16,
+			ImageSize: 896, PatchSize: 14, ImageTokens: 256,
+			BOI: 255999, EOI: 256000, ImageToken: 262144,
+		},
+	},
+	// a tiny Gemma 3 with a vision tower, for tests; Shapes leaves it out
+	testVisionShape: {
+		Name: testVisionShape, ModelType: "gemma3",
+		HiddenSize: 64, IntermediateSize: 128, NumHiddenLayers: 3,
+		NumAttentionHeads: 4, NumKeyValueHeads: 2, HeadDim: 16, VocabSize: 512,
+		TieWordEmbeddings: true, RMSNormEps: 1e-6, RopeTheta: 1e6, MaxPosition: 4096,
+		Gemma3: &Gemma3Shape{
+			SlidingWindow: 8, FullEvery: 3, LocalRopeTheta: 10000, RopeFactor: 8, QueryScalar: 16,
+			VisionHidden: 32, VisionIntermediate: 64, VisionLayers: 2, VisionHeads: 2,
+			ImageSize: 64, PatchSize: 8, ImageTokens: 16,
+			BOI: 509, EOI: 510, ImageToken: 511,
+		},
+	},
 	// a tiny Llama for tests of the benchmark itself; Shapes leaves it out
 	testShape: {
 		Name: testShape, ModelType: "llama",
@@ -179,13 +213,16 @@ var qwen35Published = Qwen35Shape{
 	FullEvery: 4, PartialRotary: 0.25,
 }
 
-const testShape = "test-tiny"
+const (
+	testShape       = "test-tiny"
+	testVisionShape = "test-tiny-vision"
+)
 
 // Shapes lists the synthetic shape names, sorted.
 func Shapes() []string {
 	var out []string
 	for name := range shapes {
-		if name != testShape {
+		if name != testShape && name != testVisionShape {
 			out = append(out, name)
 		}
 	}
@@ -230,6 +267,9 @@ func lookupQuant(name string) (Quant, error) {
 // config is the config.json of a synthetic checkpoint, spelled as the real
 // one (plus MLX's quantization object when quantized).
 func (s Shape) config(q Quant) map[string]any {
+	if s.Gemma3 != nil {
+		return s.gemma3Config(q)
+	}
 	c := map[string]any{
 		"architectures":           []string{archOf(s.ModelType)},
 		"model_type":              s.ModelType,

@@ -90,6 +90,11 @@ func synthesize(dir string, s Shape, q Quant) error {
 			return fmt.Errorf("synthesize %s: %w", file, err)
 		}
 	}
+	if s.Gemma3 != nil {
+		if err := s.writeGemma3Processor(dir); err != nil {
+			return err
+		}
+	}
 	idx, err := json.MarshalIndent(map[string]any{
 		"metadata":   map[string]any{"total_size": total},
 		"weight_map": weightMap,
@@ -138,6 +143,8 @@ func vec(name string, n int, one bool) synthTensor { return synthTensor{name: na
 // layer, then the final norm and the head.
 func (s Shape) shards() [][]synthTensor {
 	switch {
+	case s.Gemma3 != nil:
+		return s.gemma3Shards()
 	case s.Gemma4 != nil:
 		return s.gemma4Shards()
 	case s.Qwen35 != nil:

@@ -151,21 +151,27 @@ var towerPrefixes = map[family.Caps][]string{
 	family.Audio:  {"audio_tower", "audio_model", "audio_encoder", "speech_encoder", "audio_embed_tokens"},
 }
 
-// towers reports which towers have tensors in the checkpoint: a name whose
-// first or second component ("model.vision_tower.…") is a tower prefix.
+// towers reports which towers have tensors in the checkpoint.
 func towers(sum *weights.Summary) family.Caps {
 	var caps family.Caps
 	for _, t := range sum.Tensors {
-		parts := strings.SplitN(t.Name, ".", 3)
-		for c, prefixes := range towerPrefixes {
-			for _, p := range prefixes {
-				if parts[0] == p || len(parts) > 1 && parts[1] == p {
-					caps |= c
-				}
+		caps |= TowerTensor(t.Name)
+	}
+	return caps
+}
+
+// TowerTensor says which tower a tensor belongs to (0: none): a name whose
+// first or second component ("model.vision_tower.…") is a tower prefix.
+func TowerTensor(name string) family.Caps {
+	parts := strings.SplitN(name, ".", 3)
+	for c, prefixes := range towerPrefixes {
+		for _, p := range prefixes {
+			if parts[0] == p || len(parts) > 1 && parts[1] == p {
+				return c
 			}
 		}
 	}
-	return caps
+	return 0
 }
 
 // danglingLinks lists the files of dir (a snapshot), down to two folders
