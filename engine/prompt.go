@@ -11,6 +11,7 @@ import (
 	"hearth/engine/tokenizer"
 	"hearth/engine/toolcall"
 	"hearth/engine/tower"
+	"hearth/media"
 )
 
 // Prompter turns a request's messages or prompt text into prompt ids the
@@ -27,6 +28,9 @@ type Prompter struct {
 	// Vision is how the model's vision tower takes pictures into the
 	// prompt; nil when it takes none.
 	Vision *tower.Prompt
+	// ImageTokens counts a picture's soft tokens where that depends on the
+	// picture (Vision.Tokens 0: Qwen-VL's dynamic resolution).
+	ImageTokens func(media.Image) (int, error)
 }
 
 // Prompter is the runner's own prompter.
@@ -34,6 +38,16 @@ func (r *Runner) Prompter() Prompter {
 	p := Prompter{ID: r.id, Tokenizer: r.tok, Template: r.tmpl, ContextTokens: r.info.ContextTokens}
 	if vp, ok := r.model.VisionPrompt(); ok && r.imgProc != nil {
 		p.Vision = &vp
+		if vp.Tokens == 0 {
+			p.ImageTokens = func(im media.Image) (int, error) {
+				px, err := r.imgProc.Image(im)
+				if err != nil {
+					return 0, err
+				}
+				g := r.model.ImageGrid(px)
+				return g[0] * g[1] * g[2], nil
+			}
+		}
 	}
 	return p
 }
@@ -83,16 +97,20 @@ func (p Prompter) PromptImages(ctx context.Context, req *Request) (ids []int32, 
 		ids, err = p.encode(text, false)
 		return ids, nil, err
 	}
-	return p.expand(text, len(req.Images))
+	return p.expand(text, req.Images)
 }
 
 // expand replaces each picture placeholder of the rendered text as the
 // model's processor does (Gemma3Processor: the placeholder's text becomes
-// the full image sequence), tokenizes, and finds each picture's soft
-// tokens.
-func (p Prompter) expand(text string, images int) ([]int32, []int, error) {
+// the full image sequence; Qwen3VLProcessor: the placeholder repeated once
+// per soft token), tokenizes, and finds each picture's soft tokens.
+func (p Prompter) expand(text string, pictures []media.Image) ([]int32, []int, error) {
 	v := p.Vision
+	images := len(pictures)
 	piece := func(id int32) (string, error) {
+		if id < 0 {
+			return "", nil // none written
+		}
 		s, ok := p.Tokenizer.Token(id)
 		if !ok || s == "" {
 			return "", fmt.Errorf("model %q: its image token %d is not in the tokenizer", p.ID, id)
@@ -118,17 +136,46 @@ func (p Prompter) expand(text string, images int) ([]int32, []int, error) {
 	if n := strings.Count(text, ph); n != images {
 		return nil, nil, &RequestError{fmt.Errorf("the conversation has %d image parts but the request holds %d images", n, images)}
 	}
-	// The soft tokens alone are about images × Tokens: refuse a prompt
+	counts := make([]int, images)
+	need := 0
+	for i := range counts {
+		counts[i] = v.Tokens
+		if v.Tokens == 0 {
+			if p.ImageTokens == nil {
+				return nil, nil, fmt.Errorf("model %q: its pictures' token counts depend on the picture, and the prompter cannot count them", p.ID)
+			}
+			n, err := p.ImageTokens(pictures[i])
+			if err != nil {
+				if errors.Is(err, media.ErrMedia) {
+					return nil, nil, &RequestError{fmt.Errorf("image %d: %w", i+1, err)}
+				}
+				return nil, nil, fmt.Errorf("image %d: %w", i+1, err)
+			}
+			counts[i] = n
+		}
+		need += counts[i]
+	}
+	// The soft tokens alone are about the sum of counts: refuse a prompt
 	// that cannot fit before building its text.
-	if need := images * v.Tokens; need > p.ContextTokens-1 {
+	if need > p.ContextTokens-1 {
 		return nil, nil, &ContextError{PromptTokens: need, AtLeast: true, ContextTokens: p.ContextTokens}
 	}
-	full := v.Before + begin + strings.Repeat(img, v.Tokens) + end + v.After
-	ids, err := p.encode(strings.ReplaceAll(text, ph, full), false)
+	// each placeholder, in order, becomes its picture's sequence
+	parts := strings.Split(text, ph)
+	var b strings.Builder
+	for i, part := range parts {
+		b.WriteString(part)
+		if i < images {
+			b.WriteString(v.Before + begin + strings.Repeat(img, counts[i]) + end + v.After)
+		}
+	}
+	ids, err := p.encode(b.String(), false)
 	if err != nil {
 		return nil, nil, err
 	}
+	// runs of image tokens, each split into consecutive pictures' counts
 	var rows []int
+	k := 0
 	for i := 0; i < len(ids); i++ {
 		if ids[i] != v.Image {
 			continue
@@ -137,11 +184,12 @@ func (p Prompter) expand(text string, images int) ([]int32, []int, error) {
 		for j < len(ids) && ids[j] == v.Image {
 			j++
 		}
-		if (j-i)%v.Tokens != 0 {
-			return nil, nil, &RequestError{fmt.Errorf("the prompt holds a run of %d image tokens, not a multiple of the %d of a picture (is the image token's text in a message?)", j-i, v.Tokens)}
-		}
-		for k := i; k < j; k += v.Tokens {
-			rows = append(rows, k)
+		for r := i; r < j; r += counts[k-1] {
+			if k >= images || counts[k] <= 0 || counts[k] > j-r {
+				return nil, nil, &RequestError{fmt.Errorf("the prompt holds a run of %d image tokens that is not whole pictures (is the image token's text in a message?)", j-i)}
+			}
+			rows = append(rows, r)
+			k++
 		}
 		i = j - 1
 	}

@@ -43,6 +43,15 @@ func (m *Model) VisionPrompt() (p tower.Prompt, ok bool) {
 	return m.vision.Prompt(), true
 }
 
+// ImageGrid is the (t, h, w) grid of the soft tokens the vision tower
+// makes of px, zero for a tower whose output has no grid.
+func (m *Model) ImageGrid(px media.Pixels) [3]int {
+	if gv, ok := m.vision.(tower.Gridded); ok {
+		return gv.Grid(px)
+	}
+	return [3]int{}
+}
+
 // ErrNoVision is the error of a picture given to a model without a vision
 // tower.
 var ErrNoVision = errors.New("the model has no vision tower")
@@ -78,6 +87,9 @@ func (m *Model) EncodeImage(ctx context.Context, px media.Pixels) ([]float32, er
 type Media struct {
 	Pos    int // the first position
 	Embeds []float32
+	// Grid is the embeddings' (t, h, w) layout where the tower gives one
+	// (ImageGrid), for decoders whose positions follow it (Qwen's mRoPE).
+	Grid [3]int
 }
 
 // AddMedia makes the sequence's passes take media in place of the token
@@ -91,6 +103,9 @@ func (s *Sequence) AddMedia(items ...Media) error {
 		n := len(it.Embeds) / max(1, hidden)
 		if n == 0 || n*hidden != len(it.Embeds) || it.Pos < s.Len() || it.Pos+n > s.cap {
 			return fmt.Errorf("media of %d values (hidden %d) at position %d of a sequence of %d tokens held, context %d", len(it.Embeds), hidden, it.Pos, s.Len(), s.cap)
+		}
+		if g := it.Grid; g != ([3]int{}) && g[0]*g[1]*g[2] != n {
+			return fmt.Errorf("media of %d rows with a %d×%d×%d grid", n, g[0], g[1], g[2])
 		}
 		for _, o := range s.media {
 			if it.Pos < o.Pos+len(o.Embeds)/hidden && o.Pos < it.Pos+n {
@@ -141,7 +156,11 @@ func (s *Sequence) batch(g *tensor.Graph, tokens []int32, ids tensor.T) (*family
 	end := b.Pos + len(tokens)
 	for _, it := range s.media {
 		n := len(it.Embeds) / hidden
-		if it.Pos+n <= b.Pos || it.Pos >= end {
+		if it.Pos+n <= b.Pos {
+			b.PastGrids = append(b.PastGrids, it.Grid)
+			continue
+		}
+		if it.Pos >= end {
 			continue
 		}
 		if it.Pos < b.Pos || it.Pos+n > end {
@@ -150,7 +169,7 @@ func (s *Sequence) batch(g *tensor.Graph, tokens []int32, ids tensor.T) (*family
 		if !ids.IsNone() {
 			return nil, errors.New("media in a pass fed by a token on the device")
 		}
-		b.Media = append(b.Media, family.Media{Row: it.Pos - b.Pos, Embeds: g.Input(it.Embeds, n, hidden)})
+		b.Media = append(b.Media, family.Media{Row: it.Pos - b.Pos, Embeds: g.Input(it.Embeds, n, hidden), Grid: it.Grid})
 	}
 	return b, nil
 }
@@ -173,7 +192,7 @@ func (r *Runner) addImages(ctx context.Context, seq *Sequence, images []media.Im
 		if err != nil {
 			return fmt.Errorf("image %d: %w", i+1, err)
 		}
-		if err := seq.AddMedia(Media{Pos: rows[i], Embeds: embeds}); err != nil {
+		if err := seq.AddMedia(Media{Pos: rows[i], Embeds: embeds, Grid: r.model.ImageGrid(px)}); err != nil {
 			return fmt.Errorf("image %d: %w", i+1, err)
 		}
 	}

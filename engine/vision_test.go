@@ -29,11 +29,15 @@ func (p goldenPixels) Image(im media.Image) (media.Pixels, error) {
 	return media.Pixels{}, errors.New("not a golden picture")
 }
 
-// openVision opens the Gemma 3 vision entry on the cpu backend, with its
-// own image processor when media can load it, else the golden pixels.
-func openVision(t *testing.T, g *towertest.Golden, opt RunnerOptions) *Runner {
+// openVision opens a vision entry (towertest.Gemma3Entry when "") on the
+// cpu backend, with its own image processor when media can load it, else
+// the golden pixels.
+func openVision(t *testing.T, entry string, g *towertest.Golden, opt RunnerOptions) *Runner {
 	t.Helper()
-	dir := towertest.Dir(towertest.Gemma3Entry)
+	if entry == "" {
+		entry = towertest.Gemma3Entry
+	}
+	dir := towertest.Dir(entry)
 	if _, err := loadImageProcessor(dir); err != nil {
 		t.Logf("the checkpoint's image processor does not load (%v): the pictures get the golden pixel values", err)
 		old := loadImageProcessor
@@ -54,11 +58,11 @@ func openVision(t *testing.T, g *towertest.Golden, opt RunnerOptions) *Runner {
 	return r
 }
 
-func goldenImages(t *testing.T, g *towertest.Golden, idx []int) []media.Image {
+func goldenImages(t *testing.T, entry string, g *towertest.Golden, idx []int) []media.Image {
 	t.Helper()
 	var out []media.Image
 	for _, i := range idx {
-		raw, err := os.ReadFile(filepath.Join(towertest.Dir(towertest.Gemma3Entry), g.Images[i].File))
+		raw, err := os.ReadFile(filepath.Join(towertest.Dir(entry), g.Images[i].File))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,23 +83,25 @@ func goldenImages(t *testing.T, g *towertest.Golden, idx []int) []media.Image {
 // prompt's last pass ahead), with prefill chunks that end before a
 // picture.
 func TestGenerateWithImages(t *testing.T) {
-	for _, backend := range []string{"cpu", "gpu"} {
-		t.Run(backend, func(t *testing.T) { generateWithImages(t, backend) })
+	for _, entry := range []string{towertest.Gemma3Entry, towertest.Qwen35Entry} {
+		for _, backend := range []string{"cpu", "gpu"} {
+			t.Run(entry+"/"+backend, func(t *testing.T) { generateWithImages(t, entry, backend) })
+		}
 	}
 }
 
-func generateWithImages(t *testing.T, backend string) {
-	g, err := towertest.Load(towertest.Gemma3Entry)
+func generateWithImages(t *testing.T, entry, backend string) {
+	g, err := towertest.Load(entry)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, chunk := range []int{0, 7} {
-		r := openVision(t, g, RunnerOptions{Options: Options{Backend: backend, ChunkTokens: chunk}})
+		r := openVision(t, entry, g, RunnerOptions{Options: Options{Backend: backend, ChunkTokens: chunk}})
 		if !strings.Contains(strings.Join(r.Info().Capabilities, ","), "vision") {
 			t.Fatalf("capabilities %v lack vision", r.Info().Capabilities)
 		}
 		for _, c := range g.Cases {
-			req := Request{Messages: c.Messages, Images: goldenImages(t, g, c.Images), MaxTokens: len(c.GreedyIDs)}
+			req := Request{Messages: c.Messages, Images: goldenImages(t, entry, g, c.Images), MaxTokens: len(c.GreedyIDs)}
 			ids, rows, err := r.Prompter().PromptImages(context.Background(), &req)
 			if err != nil {
 				t.Fatal(err)
@@ -145,7 +151,7 @@ func TestImageRequestErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	img := goldenImages(t, g, []int{0})
+	img := goldenImages(t, towertest.Gemma3Entry, g, []int{0})
 	tiny, err := Open(filepath.Join(testmodels.Root(), "chat-tiny"), RunnerOptions{Options: Options{Backend: "cpu"}})
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +167,7 @@ func TestImageRequestErrors(t *testing.T) {
 		t.Errorf("chat-tiny with an image: %v", err)
 	}
 
-	r := openVision(t, g, RunnerOptions{})
+	r := openVision(t, "", g, RunnerOptions{})
 	for _, tc := range []struct {
 		name string
 		req  Request
@@ -196,26 +202,32 @@ func equal[T comparable](a, b []T) bool {
 }
 
 // TestImageProcessorMatchesGolden: the checkpoint's image processor, as
-// media loads it from the processor_config.json transformers 5.17 wrote,
-// gives the golden pictures the processor's pixel_values (one picture at
-// the tower's size, one resized).
+// media loads it from the processor config transformers 5.17 wrote, gives
+// the golden pictures the processor's pixel_values (one picture at the
+// tower's size, one resized; Qwen-VL's grid_thw too).
 func TestImageProcessorMatchesGolden(t *testing.T) {
-	g, err := towertest.Load(towertest.Gemma3Entry)
+	for _, entry := range []string{towertest.Gemma3Entry, towertest.Qwen35Entry} {
+		t.Run(entry, func(t *testing.T) { imageProcessorMatchesGolden(t, entry) })
+	}
+}
+
+func imageProcessorMatchesGolden(t *testing.T, entry string) {
+	g, err := towertest.Load(entry)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := loadImageProcessor(towertest.Dir(towertest.Gemma3Entry))
+	p, err := loadImageProcessor(towertest.Dir(entry))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, im := range goldenImages(t, g, []int{0, 1}) {
+	for i, im := range goldenImages(t, entry, g, []int{0, 1}) {
 		px, err := p.Image(im)
 		if err != nil {
 			t.Fatal(err)
 		}
 		want := g.Images[i]
-		if !equal(px.Shape, want.PixelShape) {
-			t.Fatalf("image %d: shape %v, want %v", i, px.Shape, want.PixelShape)
+		if !equal(px.Shape, want.PixelShape) || px.Grid != want.Grid {
+			t.Fatalf("image %d: shape %v grid %v, want %v grid %v", i, px.Shape, px.Grid, want.PixelShape, want.Grid)
 		}
 		worst := 0.0
 		for j := range want.PixelValues {

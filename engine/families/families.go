@@ -13,6 +13,7 @@ import (
 	"hearth/engine/fit"
 	"hearth/engine/nn"
 	"hearth/engine/tower"
+	"hearth/engine/tower/qwenvl"
 	"hearth/engine/tower/siglip"
 )
 
@@ -42,7 +43,8 @@ type VisionLoader func(raw []byte, c *config.Config, l *nn.Loader) (tower.Vision
 // visionTowers are the vision towers Hearth has, by config.json's
 // top-level model_type (docs/design/vision.md).
 var visionTowers = map[string]VisionLoader{
-	"gemma3": siglip.LoadGemma3,
+	"gemma3":  siglip.LoadGemma3,
+	"qwen3_5": qwenvl.Load,
 }
 
 // VisionTower is the loader of c's vision tower, nil when Hearth has none

@@ -98,6 +98,10 @@ type Batch struct {
 	// place of some rows' token embeddings, each whole in this batch, in
 	// row order and apart. Only with host Tokens.
 	Media []Media
+	// PastGrids are the Grids of the sequence's media runs before Pos, in
+	// order: Qwen's mRoPE shifts the positions of everything after a
+	// picture by its grid.
+	PastGrids [][3]int
 }
 
 // Media is one run of rows whose embeddings come from a tower.
@@ -108,6 +112,9 @@ type Media struct {
 	// after the model's embedding scale, as transformers' masked_scatter
 	// puts them.
 	Embeds tensor.T
+	// Grid is the rows' (t, h, w) layout where the tower gives one
+	// (tower.Gridded; row-major, t·h·w rows), zero otherwise.
+	Grid [3]int
 }
 
 // MediaRows checks b.Media against b's n rows and hidden width and returns

@@ -12,12 +12,8 @@ import (
 
 	"hearth/engine"
 	"hearth/engine/backend/cpu"
-	"hearth/engine/checkpoint"
-	"hearth/engine/nn"
 	"hearth/engine/tensor"
-	"hearth/engine/tower/siglip"
 	"hearth/engine/tower/towertest"
-	"hearth/engine/weights"
 	"hearth/internal/testmodels"
 )
 
@@ -32,57 +28,27 @@ func TestGemma3VisionTower(t *testing.T) {
 	checkTower(t, g, towertest.Dir(towertest.Gemma3Entry), cpu.New(cpu.Options{}))
 }
 
-// checkTower binds the tower of the checkpoint in dir on b and compares
-// its outputs with g's.
+// checkTower binds the checkpoint in dir on b as the engine does and
+// compares its tower's outputs with g's.
 func checkTower(t *testing.T, g *towertest.Golden, dir string, b tensor.Backend) {
-	ck, err := checkpoint.Read(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := weights.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer set.Close()
 	defer b.Close()
-	v, err := siglip.LoadGemma3(ck.ConfigJSON, ck.Config, &nn.Loader{B: b, W: weights.NewBinder(set, ck.Quant)})
+	bd, err := towertest.Bind(dir, b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := v.(*siglip.Gemma3)
+	defer bd.Close()
 	for i, im := range g.Images {
-		gr := tensor.NewGraph(b)
-		hidden, err := m.Tower().Forward(gr, im.Pixels())
+		hidden, feats, err := bd.Run(context.Background(), im)
 		if err != nil {
-			t.Fatal(err)
-		}
-		feats, err := m.Encode(gr, im.Pixels())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := b.Run(context.Background(), gr, hidden, feats); err != nil {
 			t.Fatal(err)
 		}
 		for _, o := range []struct {
-			name  string
-			t     tensor.T
-			shape []int
-			want  []float32
-		}{{"last_hidden_state", hidden, im.HiddenShape, im.Hidden}, {"image_features", feats, im.FeatureShape, im.Features}} {
-			if s := gr.Shape(o.t); fmt.Sprint(s) != fmt.Sprint(o.shape) {
-				t.Fatalf("image %d %s: shape %v, want %v", i, o.name, s, o.shape)
-			}
-			got := make([]float32, len(o.want))
-			if err := b.Read(o.t, got); err != nil {
-				t.Fatal(err)
-			}
-			worst := 0.0
-			for j := range got {
-				d := math.Abs(float64(got[j] - o.want[j]))
-				if !(d <= g.Tolerance.MaxAbsTower) {
-					t.Fatalf("image %d %s[%d] = %v, want %v (|Δ| %.3g > %.3g)", i, o.name, j, got[j], o.want[j], d, g.Tolerance.MaxAbsTower)
-				}
-				worst = max(worst, d)
+			name      string
+			got, want []float32
+		}{{"last_hidden_state", hidden, im.Hidden}, {"image_features", feats, im.Features}} {
+			worst, err := towertest.Compare(o.got, o.want, g.Tolerance.MaxAbsTower)
+			if err != nil {
+				t.Fatalf("image %d %s%v", i, o.name, err)
 			}
 			t.Logf("image %d (%dx%d) %s: max |Δ| %.3g", i, im.Width, im.Height, o.name, worst)
 		}
@@ -102,6 +68,35 @@ func TestGemma3VisionPrompt(t *testing.T) {
 	for _, chunk := range []int{512, 5} {
 		t.Run(fmt.Sprintf("chunk%d", chunk), func(t *testing.T) {
 			checkVisionPrompts(t, g, towertest.Dir(towertest.Gemma3Entry), engine.Options{Backend: "cpu", ChunkTokens: chunk})
+		})
+	}
+}
+
+// TestQwen35VisionTower holds Qwen 3.5's vision tower to transformers:
+// for each golden picture, the blocks' last_hidden_state and the merger's
+// soft tokens (pooler_output) from the processor's pixel_values and
+// grid_thw.
+func TestQwen35VisionTower(t *testing.T) {
+	g, err := towertest.Load(towertest.Qwen35Entry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkTower(t, g, towertest.Dir(towertest.Qwen35Entry), cpu.New(cpu.Options{}))
+}
+
+// TestQwen35VisionPrompt holds Qwen 3.5's image prompts to transformers:
+// the soft tokens spliced in with get_rope_index's three position
+// streams, then decode steps shifted by the pictures (rope deltas); every
+// logit within the tolerance, the greedy ids exact, in one pass and in
+// chunks of 5 that end before each picture.
+func TestQwen35VisionPrompt(t *testing.T) {
+	g, err := towertest.Load(towertest.Qwen35Entry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, chunk := range []int{512, 5} {
+		t.Run(fmt.Sprintf("chunk%d", chunk), func(t *testing.T) {
+			checkVisionPrompts(t, g, towertest.Dir(towertest.Qwen35Entry), engine.Options{Backend: "cpu", ChunkTokens: chunk})
 		})
 	}
 }
@@ -128,11 +123,12 @@ func checkVisionPrompts(t *testing.T, g *towertest.Golden, dir string, opt engin
 				t.Fatalf("%d image runs for %d images", len(rows), len(c.Images))
 			}
 			for k, i := range c.Images {
-				embeds, err := model.EncodeImage(ctx, g.Images[i].Pixels())
+				px := g.Images[i].Pixels()
+				embeds, err := model.EncodeImage(ctx, px)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := seq.AddMedia(engine.Media{Pos: rows[k], Embeds: embeds}); err != nil {
+				if err := seq.AddMedia(engine.Media{Pos: rows[k], Embeds: embeds, Grid: model.ImageGrid(px)}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -271,4 +267,61 @@ func toChannelsLast(t *testing.T, w *tensor.Weight) {
 		}
 	}
 	w.Data, w.Shape = out, []int{o, kh, kw, in}
+}
+
+// TestQwen35VisionLayouts holds the Qwen 3.5 goldens with the checkpoint
+// laid out otherwise than transformers 5.17 saves it (the golden entry:
+// model.visual., model.language_model.): the tower under vision_tower. and
+// the decoder under language_model.model., with the patch embedding's
+// conv3d weight channels-last, [out, T, p, p, C], as MLX stores
+// convolutions.
+func TestQwen35VisionLayouts(t *testing.T) {
+	g, err := towertest.Load(towertest.Qwen35Entry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := testmodels.Copy(t, towertest.Qwen35Entry)
+	renamed := 0
+	testmodels.Rewrite(t, dir, func(ws []tensor.Weight) []tensor.Weight {
+		for i := range ws {
+			w := &ws[i]
+			for _, r := range [][2]string{{"model.visual.", "vision_tower."}, {"model.language_model.", "language_model.model."}} {
+				if rest, ok := strings.CutPrefix(w.Name, r[0]); ok {
+					w.Name = r[1] + rest
+					renamed++
+					break
+				}
+			}
+			if strings.HasSuffix(w.Name, "patch_embed.proj.weight") {
+				conv3dChannelsLast(t, w)
+			}
+		}
+		return ws
+	})
+	if renamed == 0 {
+		t.Fatal("no tensor was renamed: the entry's layout changed")
+	}
+	checkTower(t, g, dir, cpu.New(cpu.Options{}))
+	checkVisionPrompts(t, g, dir, engine.Options{Backend: "cpu"})
+}
+
+// conv3dChannelsLast turns an F32 conv3d weight [out, in, kt, kh, kw] into
+// [out, kt, kh, kw, in].
+func conv3dChannelsLast(t *testing.T, w *tensor.Weight) {
+	if w.DType != tensor.F32 || len(w.Shape) != 5 {
+		t.Fatalf("%s: %s %v", w.Name, w.DType, w.Shape)
+	}
+	o, in := w.Shape[0], w.Shape[1]
+	rest := w.Shape[2] * w.Shape[3] * w.Shape[4]
+	out := make([]byte, len(w.Data))
+	for a := 0; a < o; a++ {
+		for c := 0; c < in; c++ {
+			for r := 0; r < rest; r++ {
+				src := ((a*in+c)*rest + r) * 4
+				dst := ((a*rest+r)*in + c) * 4
+				copy(out[dst:dst+4], w.Data[src:src+4])
+			}
+		}
+	}
+	w.Data, w.Shape = out, []int{o, w.Shape[2], w.Shape[3], w.Shape[4], in}
 }

@@ -25,11 +25,21 @@ type Vision interface {
 // processor replaces that text with Before, Begin's text, Tokens times
 // Image's text, End's text and After before it tokenizes (Gemma 3's
 // full_image_sequence). The Image tokens are the rows the tower's output
-// replaces.
+// replaces. Begin and End are -1 where the processor writes none (Qwen-VL:
+// the chat template already has <|vision_start|> and <|vision_end|>).
+// Tokens is 0 where the count depends on the picture (Gridded).
 type Prompt struct {
 	Placeholder   int32
 	Begin, End    int32
 	Image         int32
 	Tokens        int
 	Before, After string
+}
+
+// Gridded is a Vision whose soft tokens form a (t, h, w) grid that
+// depends on the picture (Qwen-VL's dynamic resolution): the prompt holds
+// t·h·w of them, and a decoder with multimodal rotary positions (Qwen's
+// mRoPE) places them by the grid.
+type Gridded interface {
+	Grid(px media.Pixels) [3]int
 }

@@ -93,7 +93,9 @@ def flat(t):
 # --- tokenizer and processor ------------------------------------------------
 
 
-def tokenizer_json():
+def tokenizer_json(specials=SPECIALS):
+    """chat-tiny's BPE cut to ids [0, BASE), then specials at BASE, BASE+1, ...
+    (make_qwen_vision_goldens.py passes Qwen's)."""
     with open(os.path.join(ROOT, "testdata", "models", "chat-tiny", "tokenizer.json")) as f:
         tj = json.load(f)
     vocab = {t: i for t, i in tj["model"]["vocab"].items() if i < BASE}
@@ -105,9 +107,9 @@ def tokenizer_json():
     if sorted(vocab.values()) != list(range(BASE)):
         raise RuntimeError("chat-tiny's vocabulary below %d is not contiguous" % BASE)
     added = []
-    for tok in SPECIALS:
-        vocab[tok] = ID[tok]
-        added.append({"id": ID[tok], "content": tok, "single_word": False, "lstrip": False,
+    for i, tok in enumerate(specials):
+        vocab[tok] = BASE + i
+        added.append({"id": BASE + i, "content": tok, "single_word": False, "lstrip": False,
                       "rstrip": False, "normalized": False, "special": True})
     tj["model"]["vocab"] = vocab
     tj["model"]["merges"] = merges

@@ -3,11 +3,14 @@
 // hybrid stack of Gated DeltaNet linear-attention layers and gated
 // full-attention layers, with dense or mixture-of-experts feed-forward
 // blocks. Transcribed from transformers 5.17's modeling_qwen3_5.py and
-// modeling_qwen3_5_moe.py; the vision tower is not run yet (its tensors are
-// skipped by the audit).
+// modeling_qwen3_5_moe.py. Pictures (model_type qwen3_5) come from the
+// engine's Qwen-VL tower (engine/tower/qwenvl), spliced in with their
+// multimodal rotary positions (mrope.go); the MoE sibling's tower is
+// skipped by the audit.
 package qwen35
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -26,6 +29,7 @@ var Family = family.Family{
 	Types:       func() []string { return slices.Clone(types) },
 	New:         New,
 	CacheLayers: cacheLayers,
+	Media:       media,
 }
 
 // types are the model_type values this family runs: the multimodal
@@ -47,6 +51,7 @@ type settings struct {
 	experts, topK         int
 	moeInter, sharedInter int
 	partialRotary         float64 // of the full-attention heads
+	mropeSection          [3]int  // rotary pairs per temporal, height, width position (mrope.go)
 }
 
 // convDim is the width of the convolution: q, k and v of the linear layers.
@@ -127,8 +132,17 @@ func readSettings(c *config.Config) (*settings, error) {
 	if s.partialRotary <= 0 || s.partialRotary > 1 {
 		return nil, fmt.Errorf(`"partial_rotary_factor" %v must be in (0, 1]`, s.partialRotary)
 	}
-	// mrope_section and mrope_interleaved split the rotary pairs between
-	// temporal, height and width positions; a text token has the same
-	// position in all three, so every layout rotates text like plain rope
+	// mrope_section splits the rotary pairs between temporal, height and
+	// width positions (interleaved, the only layout Qwen 3.5 has); a text
+	// token has the same position in all three, so text rotates like plain
+	// rope whatever the split
+	s.mropeSection = [3]int{11, 11, 10}
+	if raw, ok := c.Rope.Params["mrope_section"]; ok && string(raw) != "null" {
+		var sec []int
+		if err := json.Unmarshal(raw, &sec); err != nil || len(sec) != 3 || sec[0] < 0 || sec[1] < 0 || sec[2] < 0 {
+			return nil, fmt.Errorf(`"mrope_section" %s must be three non-negative integers`, raw)
+		}
+		s.mropeSection = [3]int(sec)
+	}
 	return s, nil
 }

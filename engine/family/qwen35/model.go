@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 
 	"hearth/engine/cache"
 	"hearth/engine/config"
@@ -21,6 +22,8 @@ type Model struct {
 	norm   nn.RMSNorm
 	head   tensor.T
 	rope   *nn.Rope
+	mrope  [3]int // mrope_section: rotary frequency pairs per position stream
+	ignore []string
 }
 
 type layer struct {
@@ -61,8 +64,22 @@ var prefixes = []struct{ model, head string }{
 }
 
 // ignore lists checkpoint tensors the port knowingly skips: the vision
-// tower (images are not wired yet) and the multi-token-prediction head.
-var ignore = []string{"model.visual.*", "visual.*", "vision_tower.*", "model.vision_tower.*", "mtp.*", "model.mtp.*"}
+// tower where Hearth does not run it (the MoE sibling's) and the
+// multi-token-prediction head. A qwen3_5 checkpoint's tower is the
+// engine's (engine/tower/qwenvl), which must read every tensor of it.
+var (
+	ignore       = []string{"model.visual.*", "visual.*", "vision_tower.*", "model.vision_tower.*", "mtp.*", "model.mtp.*"}
+	ignoreVision = []string{"mtp.*", "model.mtp.*"}
+)
+
+// media says which towers' output Forward splices in for c: pictures for
+// the dense multimodal checkpoints (model_type qwen3_5).
+func media(c *config.Config) family.Caps {
+	if c.ModelType == "qwen3_5" {
+		return family.Vision
+	}
+	return 0
+}
 
 // New binds the checkpoint's tensors by their Hugging Face names.
 func New(c *config.Config, l *nn.Loader) (family.Model, error) {
@@ -76,7 +93,10 @@ func New(c *config.Config, l *nn.Loader) (family.Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("qwen3_5: %w", err)
 	}
-	m := &Model{cfg: c, s: s, rope: rope}
+	m := &Model{cfg: c, s: s, rope: rope, mrope: s.mropeSection, ignore: ignore}
+	if media(c) != 0 {
+		m.ignore = ignoreVision
+	}
 	p, head := prefixes[len(prefixes)-1].model, prefixes[len(prefixes)-1].head
 	for _, pre := range prefixes {
 		if l.W.Has(pre.model + "embed_tokens.weight") {
@@ -191,7 +211,7 @@ func (m *Model) bindDeltaNet(l *nn.Loader, p string) *deltaNet {
 }
 
 // AuditIgnore lists the tensors the port skips.
-func (m *Model) AuditIgnore() []string { return ignore }
+func (m *Model) AuditIgnore() []string { return m.ignore }
 
 // NewCaches makes a KV cache for each full-attention layer and a
 // recurrent state for each DeltaNet layer.
@@ -216,23 +236,48 @@ func (m *Model) NewCaches(b tensor.Backend, capTokens, chunk int) ([]cache.Layer
 // Forward records embed → layers → norm → head.
 func (m *Model) Forward(g *tensor.Graph, b *family.Batch) (tensor.T, error) {
 	n := len(b.Tokens)
-	if err := m.rope.CheckPass(b.Pos, b.Pos+n); err != nil {
+	from, _, err := b.MediaRows(g, m.cfg.HiddenSize)
+	if err != nil {
 		return tensor.T{}, err
 	}
-	pos := make([]int32, n)
-	for i := range pos {
-		pos[i] = int32(b.Pos + i)
+	pos := Positions(b)
+	end := b.Pos + n
+	for _, p := range pos {
+		if len(p) > 0 {
+			end = max(end, int(slices.Max(p))+1)
+		}
 	}
-	posT := g.InputInts(pos, n)
+	if err := m.rope.CheckPass(b.Pos, end); err != nil {
+		return tensor.T{}, err
+	}
+	rot, err := m.rotary(g, pos, m.rope.Table(end))
+	if err != nil {
+		return tensor.T{}, err
+	}
 	ids := b.IDs
 	if ids.IsNone() {
-		ids = g.InputInts(b.Tokens, n)
+		tokens := b.Tokens
+		if len(b.Media) > 0 {
+			// the placeholder rows are replaced: embed id 0 there, so an
+			// image token outside the vocabulary is no error
+			tokens = slices.Clone(tokens)
+			for _, f := range from {
+				for r, src := range f {
+					if src >= 0 {
+						tokens[r] = 0
+					}
+				}
+			}
+		}
+		ids = g.InputInts(tokens, n)
 	}
 	x := g.Embed(m.embed, ids)
-	table := m.rope.Table(b.Pos + n)
+	for i, md := range b.Media {
+		x = g.Splice(x, md.Embeds, g.InputInts(from[i], n))
+	}
 	for i := range m.layers {
 		var err error
-		if x, err = m.layers[i].forward(g, m, x, posT, table, b.Caches[i]); err != nil {
+		if x, err = m.layers[i].forward(g, m, x, rot, b.Caches[i]); err != nil {
 			return tensor.T{}, fmt.Errorf("layer %d: %w", i, err)
 		}
 	}
@@ -242,7 +287,7 @@ func (m *Model) Forward(g *tensor.Graph, b *family.Batch) (tensor.T, error) {
 	return g.MatMul(m.norm.Forward(g, x), m.head), g.Err()
 }
 
-func (ly *layer) forward(g *tensor.Graph, m *Model, x, pos tensor.T, table *tensor.Rope, c cache.Layer) (tensor.T, error) {
+func (ly *layer) forward(g *tensor.Graph, m *Model, x tensor.T, rot rotary, c cache.Layer) (tensor.T, error) {
 	h := ly.inNorm.Forward(g, x)
 	var mixed tensor.T
 	var err error
@@ -253,7 +298,7 @@ func (ly *layer) forward(g *tensor.Graph, m *Model, x, pos tensor.T, table *tens
 		}
 		mixed, err = ly.linear.forward(g, m, h, st)
 	} else {
-		mixed, err = ly.attn.forward(g, m, h, pos, table, c)
+		mixed, err = ly.attn.forward(g, m, h, rot, c)
 	}
 	if err != nil {
 		return x, err
@@ -268,7 +313,7 @@ func (ly *layer) forward(g *tensor.Graph, m *Model, x, pos tensor.T, table *tens
 
 // forward is Qwen3_5Attention: the query and its gate come out of q_proj
 // interleaved per head ([q | gate] of head_dim each).
-func (a *attention) forward(g *tensor.Graph, m *Model, h, pos tensor.T, table *tensor.Rope, kv cache.Layer) (tensor.T, error) {
+func (a *attention) forward(g *tensor.Graph, m *Model, h tensor.T, rot rotary, kv cache.Layer) (tensor.T, error) {
 	c := m.cfg
 	n, heads, kvHeads, hd := g.Shape(h)[0], c.NumAttentionHeads, c.NumKeyValueHeads, c.HeadDim
 	qg := g.Reshape(a.q.Forward(g, h), n, heads, 2*hd)
@@ -276,7 +321,7 @@ func (a *attention) forward(g *tensor.Graph, m *Model, h, pos tensor.T, table *t
 	gate := g.Reshape(g.Slice(qg, -1, hd, 2*hd), n, heads*hd)
 	k := a.kNorm.Forward(g, g.Reshape(a.k.Forward(g, h), n, kvHeads, hd))
 	v := g.Reshape(a.v.Forward(g, h), n, kvHeads, hd)
-	q, k = g.RoPE(q, pos, table), g.RoPE(k, pos, table)
+	q, k = rot.apply(g, q), rot.apply(g, k)
 	view, err := kv.Update(g, k, v)
 	if err != nil {
 		return h, err

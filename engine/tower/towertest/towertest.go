@@ -14,8 +14,11 @@ import (
 	"hearth/media"
 )
 
-// Gemma3Entry is the Gemma 3 vision entry's folder name.
-const Gemma3Entry = "gemma3_vision-f32"
+// The vision entries' folder names.
+const (
+	Gemma3Entry = "gemma3_vision-f32"
+	Qwen35Entry = "qwen3_5_vision-f32"
+)
 
 // Golden is a vision entry's golden.json.
 type Golden struct {
@@ -37,6 +40,7 @@ type Image struct {
 	Height       int       `json:"height"`
 	PixelShape   []int     `json:"pixel_values_shape"`
 	PixelValues  []float32 `json:"pixel_values"`
+	Grid         [3]int    `json:"grid_thw"` // Qwen-VL's, in patches
 	HiddenShape  []int     `json:"vision_last_hidden_state_shape"`
 	Hidden       []float32 `json:"vision_last_hidden_state"`
 	FeatureShape []int     `json:"image_features_shape"`
@@ -45,7 +49,7 @@ type Image struct {
 
 // Pixels is the picture's pixel values as the tower takes them.
 func (im Image) Pixels() media.Pixels {
-	return media.Pixels{Data: im.PixelValues, Shape: im.PixelShape}
+	return media.Pixels{Data: im.PixelValues, Shape: im.PixelShape, Grid: im.Grid}
 }
 
 // Case is one conversation with pictures.
@@ -56,9 +60,12 @@ type Case struct {
 	PromptText string          `json:"prompt_text"`
 	PromptIDs  []int32         `json:"prompt_ids"`
 	TokenTypes []int           `json:"token_type_ids"`
-	GreedyIDs  []int32         `json:"greedy_ids"`
-	Logits     [][]float32     `json:"logits"`
-	MinMargin  float64         `json:"min_margin"`
+	// PositionIDs are Qwen's get_rope_index streams (temporal, height,
+	// width) over the prompt and the greedy ids.
+	PositionIDs [3][]int32  `json:"position_ids"`
+	GreedyIDs   []int32     `json:"greedy_ids"`
+	Logits      [][]float32 `json:"logits"`
+	MinMargin   float64     `json:"min_margin"`
 }
 
 // ImageRows are the rows where each picture's soft tokens start.
