@@ -185,11 +185,26 @@ func (ch *chat) say(ctx context.Context, text string) error {
 	var answer strings.Builder
 	req := engine.Request{Messages: raw, MaxTokens: ch.max, Sample: ch.opt}
 	start := time.Now()
+	thinking := false // the thinking is being shown: as ollama run, between markers
 	u, err := ch.r.Generate(ctx, req, func(d engine.Delta) error {
+		var out strings.Builder
+		if d.Thinking != "" && !thinking {
+			thinking = true
+			out.WriteString("Thinking...\n")
+		}
+		out.WriteString(d.Thinking)
+		if d.Content != "" && thinking {
+			thinking = false
+			out.WriteString("\n...done thinking.\n\n")
+		}
+		out.WriteString(d.Content)
 		answer.WriteString(d.Content)
-		_, err := io.WriteString(ch.c.stdout, d.Content)
+		_, err := io.WriteString(ch.c.stdout, out.String())
 		return err
 	})
+	if thinking {
+		fmt.Fprint(ch.c.stdout, "\n...done thinking.\n")
+	}
 	if answer.Len() > 0 && !strings.HasSuffix(answer.String(), "\n") {
 		fmt.Fprintln(ch.c.stdout)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"hearth/engine/reasoning"
 	"hearth/engine/sample"
 	"hearth/engine/toolcall"
 )
@@ -97,7 +98,7 @@ func (r *Runner) run(j *job) (Usage, error) {
 		return u, err
 	}
 	defer dec.close()
-	out := newTextOut(r, req, j)
+	out := newTextOut(r, req, j, ids)
 	var decodeStart time.Time
 	u.FinishReason = "length"
 	for n := 0; n < maxNew; n++ {
@@ -130,6 +131,7 @@ func (r *Runner) run(j *job) (Usage, error) {
 		}
 	}
 	u.DecodeDuration = time.Since(decodeStart)
+	u.ReasoningTokens = out.reasoningTokens()
 	if sp, ok := dec.(*speculative); ok {
 		u.Drafted, u.Accepted = sp.stats.Drafted, sp.stats.Accepted
 	}
@@ -154,25 +156,61 @@ func (r *Runner) logprob(chosen sample.Logprob, top []sample.Logprob) *TokenLogp
 }
 
 // textOut turns generated tokens into deltas: streaming detokenization,
-// stop strings held back until they can be ruled out, and tool-call markup
-// parsed out of the content.
+// stop strings held back until they can be ruled out, the thinking split
+// from the answer, and tool-call markup parsed out of the answer.
 type textOut struct {
-	j       *job
-	stream  interface{ Add(int32) string }
-	flush   func() string
-	stops   []string
-	pending string
-	calls   *toolcall.Stream
-	sawCall bool
+	j           *job
+	stream      interface{ Add(int32) string }
+	flush       func() string
+	stops       []string
+	pending     string
+	think       *reasoning.Stream
+	thinkTokens int
+	calls       *toolcall.Stream
+	sawCall     bool
 }
 
-func newTextOut(r *Runner, req *Request, j *job) *textOut {
+// newTextOut prepares the output of a request whose prompt is ids.
+func newTextOut(r *Runner, req *Request, j *job, ids []int32) *textOut {
 	s := r.tok.NewStream(true)
 	o := &textOut{j: j, stream: s, flush: s.Flush, stops: req.Stop}
+	if req.Messages != nil && r.think.Marked() {
+		// A constrained answer starts at its first token, whatever the
+		// prompt opened; else the prompt's end says whether the reply
+		// starts inside the thinking (a few tokens cover the open tag).
+		tail := ids[max(0, len(ids)-16):]
+		prefilled := req.Format == nil && req.ForceTool == nil && r.think.Prefilled(r.tok.Decode(tail, false))
+		o.think = reasoning.NewStream(r.think, prefilled)
+	}
 	if len(req.Tools) > 0 && string(req.Tools) != "null" && r.tools != "" {
 		o.calls = toolcall.NewStream(r.tools)
 	}
 	return o
+}
+
+// split passes text through the reasoning split, then the answer through
+// tool-call parsing; final ends both.
+func (o *textOut) split(text string, final bool) (Delta, error) {
+	d := Delta{Content: text}
+	if o.think != nil {
+		d.Thinking, d.Content = o.think.Feed(text)
+		if final {
+			t, c := o.think.Close()
+			d.Thinking, d.Content = d.Thinking+t, d.Content+c
+		}
+	}
+	if o.calls != nil {
+		d.Content, d.ToolCalls = o.calls.Feed(d.Content)
+		if final {
+			tail, more, err := o.calls.Close()
+			if err != nil {
+				return d, err
+			}
+			d.Content, d.ToolCalls = d.Content+tail, append(d.ToolCalls, more...)
+		}
+	}
+	o.sawCall = o.sawCall || len(d.ToolCalls) > 0
+	return d, nil
 }
 
 // token adds a generated token (id < 0: end of text) and returns the stop
@@ -195,35 +233,38 @@ func (o *textOut) token(id int32, lp *TokenLogprob) (string, error) {
 	} else {
 		o.pending = ""
 	}
-	d := Delta{Content: emit}
-	if o.calls != nil {
-		d.Content, d.ToolCalls = o.calls.Feed(emit)
+	// Tokens fed before the answer began are thinking (the tags' own
+	// included) if the reply turns out to have thought: see reasoningTokens.
+	if o.think != nil && !o.think.Answering() && id >= 0 {
+		o.thinkTokens++
 	}
+	d, _ := o.split(emit, false) // only Close reports malformed calls
 	if lp != nil {
 		d.Logprobs = []TokenLogprob{*lp}
 	}
-	o.sawCall = o.sawCall || len(d.ToolCalls) > 0
-	if d.Content == "" && d.ToolCalls == nil && d.Logprobs == nil {
+	if d.Thinking == "" && d.Content == "" && d.ToolCalls == nil && d.Logprobs == nil {
 		return stopped, nil
 	}
 	return stopped, o.j.send(d)
+}
+
+// reasoningTokens counts the tokens of the reply's thinking.
+func (o *textOut) reasoningTokens() int {
+	if o.think == nil || !o.think.Thought() {
+		return 0
+	}
+	return o.thinkTokens
 }
 
 // close flushes held-back text and reports whether any tool call was made.
 func (o *textOut) close() (bool, error) {
 	rest := o.pending + o.flush()
 	o.pending = ""
-	d := Delta{Content: rest}
-	if o.calls != nil {
-		content, calls := o.calls.Feed(rest)
-		tail, more, err := o.calls.Close()
-		if err != nil {
-			return o.sawCall, err
-		}
-		d.Content, d.ToolCalls = content+tail, append(calls, more...)
+	d, err := o.split(rest, true)
+	if err != nil {
+		return o.sawCall, err
 	}
-	o.sawCall = o.sawCall || len(d.ToolCalls) > 0
-	if d.Content == "" && d.ToolCalls == nil {
+	if d.Thinking == "" && d.Content == "" && d.ToolCalls == nil {
 		return o.sawCall, nil
 	}
 	return o.sawCall, o.j.send(d)

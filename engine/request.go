@@ -45,7 +45,10 @@ type Request struct {
 
 // Delta is a piece of the answer. Content is text safe to show (never half
 // a UTF-8 character, never the start of a stop string or a tool call).
+// Thinking is a reasoning model's thinking, split from the answer where its
+// chat template marks it (engine/reasoning).
 type Delta struct {
+	Thinking  string
 	Content   string
 	ToolCalls []toolcall.Call
 	Logprobs  []TokenLogprob
@@ -65,6 +68,7 @@ type Usage struct {
 	PromptTokens     int
 	CachedTokens     int // of the prompt, read from the prompt cache instead of computed
 	CompletionTokens int
+	ReasoningTokens  int    // of the completion, generated inside the thinking
 	FinishReason     string // "stop", "length" or "tool_calls"
 	StopSequence     string // the stop string that ended the answer, if one did
 	// Drafted and Accepted count speculative decoding's guesses and the

@@ -11,6 +11,7 @@ import (
 	"hearth/engine/config"
 	"hearth/engine/draft"
 	"hearth/engine/family"
+	"hearth/engine/reasoning"
 	"hearth/engine/sample"
 	"hearth/engine/template"
 	"hearth/engine/tokenizer"
@@ -26,6 +27,7 @@ type Runner struct {
 	tok   *tokenizer.Tokenizer
 	tmpl  *template.Template // nil when the checkpoint has no chat template
 	tools toolcall.Format
+	think reasoning.Tags // how the template marks thinking; zero: not at all
 	info  Info
 	eos   map[int32]bool
 	// formats holds the grammars of constrained requests (constrain.go).
@@ -158,6 +160,7 @@ func newRunner(dir string, m *Model, opt RunnerOptions) (*Runner, error) {
 	}
 	if tmpl != nil {
 		r.tools = toolcall.Detect(tmpl.Source())
+		r.think = reasoning.Detect(tmpl.Source())
 		if r.tools != "" {
 			caps |= family.Tools
 		}

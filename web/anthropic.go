@@ -21,6 +21,12 @@ type messagesRequest struct {
 	TopK          *int            `json:"top_k"`
 	Tools         json.RawMessage `json:"tools"`
 	ToolChoice    json.RawMessage `json:"tool_choice"`
+	// Thinking is {"type": "enabled", "budget_tokens"}, {"type":
+	// "adaptive"} or {"type": "disabled"}: the chat template's
+	// enable_thinking (the budget is not enforced).
+	Thinking *struct {
+		Type string `json:"type"`
+	} `json:"thinking"`
 }
 
 // messagesJob is a validated Messages request.
@@ -38,7 +44,8 @@ type block struct {
 	Input     json.RawMessage `json:"input"`
 	ToolUseID string          `json:"tool_use_id"`
 	Content   json.RawMessage `json:"content"`
-	Source    json.RawMessage `json:"source"` // an image block's
+	Source    json.RawMessage `json:"source"`   // an image block's
+	Thinking  *string         `json:"thinking"` // a thinking block's
 }
 
 // parseMessages decodes and validates a Messages request and turns it into
@@ -75,6 +82,14 @@ func parseMessages(body []byte) (*messagesJob, error) {
 	job := &messagesJob{target: target{model: in.Model, media: refs}, stream: in.Stream}
 	job.sampling = sampling{params: p, maxTemp: 1}
 	job.req = engine.Request{Messages: msgs, Tools: tools, MaxTokens: *in.MaxTokens, Stop: stops, Sample: opt}
+	if th := in.Thinking; th != nil {
+		switch th.Type {
+		case "enabled", "adaptive", "disabled":
+			job.req.TemplateKwargs = map[string]json.RawMessage{"enable_thinking": mustJSON(th.Type != "disabled")}
+		default:
+			return nil, badRequest("thinking.type", "thinking.type: expected enabled, adaptive or disabled, got %q", th.Type)
+		}
+	}
 	if job.req.ForceTool, err = in.forceTool(); err != nil {
 		return nil, err
 	}
@@ -243,6 +258,7 @@ func anthropicTurn(at, role string, blocks []block, refs *[]mediaRef) ([]object,
 		parts []json.RawMessage // text and image parts, once the turn has an image
 		calls []object
 		tools []object
+		think []string
 	)
 	for j, b := range blocks {
 		bat := fmt.Sprintf("%s.content[%d]", at, j)
@@ -288,8 +304,14 @@ func anthropicTurn(at, role string, blocks []block, refs *[]mediaRef) ([]object,
 				}
 			}
 			tools = append(tools, object{{"role", mustJSON("tool")}, {"tool_call_id", mustJSON(b.ToolUseID)}, {"content", mustJSON(text)}})
-		case "thinking", "redacted_thinking":
-			// Earlier reasoning is not replayed to the template.
+		case "thinking":
+			// The template decides whether to show it (Qwen3's shows the
+			// thinking of the turn being answered only).
+			if role == "assistant" && b.Thinking != nil && *b.Thinking != "" {
+				think = append(think, *b.Thinking)
+			}
+		case "redacted_thinking":
+			// Encrypted by Anthropic: nothing a local model can read.
 		case "document", "search_result":
 			return nil, badRequest(bat, "%s: %s content is not supported yet (text and images only)", bat, b.Type)
 		default:
@@ -303,7 +325,7 @@ func anthropicTurn(at, role string, blocks []block, refs *[]mediaRef) ([]object,
 		if hasImage {
 			content = mustJSON(parts)
 		}
-		m := object{{"role", mustJSON(role)}, {"content", content}}
+		m := withReasoning(object{{"role", mustJSON(role)}, {"content", content}}, strings.Join(think, "\n"))
 		if len(calls) > 0 {
 			m = append(m, field{"tool_calls", mustJSON(calls)})
 		}

@@ -25,11 +25,13 @@ type messageBody struct {
 }
 
 type contentBlock struct {
-	Type  string          `json:"type"` // "text" or "tool_use"
-	Text  *string         `json:"text,omitempty"`
-	ID    string          `json:"id,omitempty"`
-	Name  string          `json:"name,omitempty"`
-	Input json.RawMessage `json:"input,omitempty"`
+	Type      string          `json:"type"` // "thinking", "text" or "tool_use"
+	Thinking  *string         `json:"thinking,omitempty"`
+	Signature *string         `json:"signature,omitempty"` // always "": nothing is signed
+	Text      *string         `json:"text,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
 }
 
 type anthropicUsage struct {
@@ -56,6 +58,10 @@ type (
 	textDelta struct {
 		Type string `json:"type"`
 		Text string `json:"text"`
+	}
+	thinkingDelta struct {
+		Type     string `json:"type"`
+		Thinking string `json:"thinking"`
 	}
 	jsonDelta struct {
 		Type        string `json:"type"`
@@ -110,6 +116,10 @@ func toolInput(c toolcall.Call) json.RawMessage {
 	return json.RawMessage("{}")
 }
 
+func thinkingBlock(text string) contentBlock {
+	return contentBlock{Type: "thinking", Thinking: &text, Signature: strPtr("")}
+}
+
 func toolUseBlock(c toolcall.Call) contentBlock {
 	return contentBlock{Type: "tool_use", ID: c.ID, Name: c.Name, Input: toolInput(c)}
 }
@@ -128,12 +138,13 @@ func (s *Server) answerMessages(c echo.Context, g generator, job *messagesJob, m
 		return s.streamMessages(c, g, job, msg)
 	}
 	var (
-		text  strings.Builder
-		calls []contentBlock
+		text, thinking strings.Builder
+		calls          []contentBlock
 	)
 	return s.generate(c, g, job.req, answer{
 		kind: "messages", model: msg.Model,
 		emit: func(d engine.Delta) error {
+			thinking.WriteString(d.Thinking)
 			text.WriteString(d.Content)
 			for _, tc := range d.ToolCalls {
 				calls = append(calls, toolUseBlock(tc))
@@ -141,6 +152,9 @@ func (s *Server) answerMessages(c echo.Context, g generator, job *messagesJob, m
 			return nil
 		},
 		finish: func(u engine.Usage) error {
+			if thinking.Len() > 0 {
+				msg.Content = append(msg.Content, thinkingBlock(thinking.String()))
+			}
 			if text.Len() > 0 {
 				msg.Content = append(msg.Content, contentBlock{Type: "text", Text: strPtr(text.String())})
 			}
@@ -154,9 +168,9 @@ func (s *Server) answerMessages(c echo.Context, g generator, job *messagesJob, m
 }
 
 // streamMessages streams Anthropic's events: message_start, then per
-// block content_block_start, content_block_delta (text_delta or
-// input_json_delta), content_block_stop, then message_delta with the stop
-// reason and usage, and message_stop.
+// block content_block_start, content_block_delta (thinking_delta,
+// text_delta or input_json_delta), content_block_stop, then message_delta
+// with the stop reason and usage, and message_stop.
 //
 // The prompt's token count is known only when generation ends, so
 // message_start reports input_tokens 0 and message_delta carries the real
@@ -166,7 +180,7 @@ func (s *Server) streamMessages(c echo.Context, g generator, job *messagesJob, m
 	var (
 		started bool
 		index   = -1
-		inText  bool
+		open    string // the type of the open thinking or text block, if any
 	)
 	begin := func() error {
 		if started {
@@ -178,27 +192,37 @@ func (s *Server) streamMessages(c echo.Context, g generator, job *messagesJob, m
 		return w.event("message_start", messageStart{Type: "message_start", Message: start})
 	}
 	closeBlock := func() error {
-		if !inText {
+		if open == "" {
 			return nil
 		}
-		inText = false
+		open = ""
 		return w.event("content_block_stop", blockStop{Type: "content_block_stop", Index: index})
+	}
+	// into opens a block of the type of b unless one is open, and sends delta.
+	into := func(b contentBlock, delta any) error {
+		if open != b.Type {
+			if err := closeBlock(); err != nil {
+				return err
+			}
+			open = b.Type
+			index++
+			if err := w.event("content_block_start", blockStart{Type: "content_block_start", Index: index, ContentBlock: b}); err != nil {
+				return err
+			}
+		}
+		return w.event("content_block_delta", blockDelta{Type: "content_block_delta", Index: index, Delta: delta})
 	}
 	emit := func(d engine.Delta) error {
 		if err := begin(); err != nil {
 			return err
 		}
-		if d.Content != "" {
-			if !inText {
-				inText = true
-				index++
-				if err := w.event("content_block_start", blockStart{Type: "content_block_start", Index: index,
-					ContentBlock: contentBlock{Type: "text", Text: strPtr("")}}); err != nil {
-					return err
-				}
+		if d.Thinking != "" {
+			if err := into(thinkingBlock(""), thinkingDelta{Type: "thinking_delta", Thinking: d.Thinking}); err != nil {
+				return err
 			}
-			if err := w.event("content_block_delta", blockDelta{Type: "content_block_delta", Index: index,
-				Delta: textDelta{Type: "text_delta", Text: d.Content}}); err != nil {
+		}
+		if d.Content != "" {
+			if err := into(contentBlock{Type: "text", Text: strPtr("")}, textDelta{Type: "text_delta", Text: d.Content}); err != nil {
 				return err
 			}
 		}

@@ -69,6 +69,7 @@ func sourced(t *testing.T, msgs json.RawMessage) (json.RawMessage, []mediaKind) 
 }
 
 var chatSeeds = []string{
+	`{"messages":[{"role":"user","content":"q"},{"role":"assistant","content":"a","reasoning":"r"},{"role":"assistant","content":"b","reasoning_content":"s"}],"reasoning_effort":"low","chat_template_kwargs":{"enable_thinking":false}}`,
 	`{"model":"m","messages":[{"role":"user","content":"hi"}]}`,
 	`{"messages":[{"role":"developer","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}],"stream":true,"stream_options":{"include_usage":true}}`,
 	`{"messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"1","type":"function","function":{"name":"f","arguments":"{\"b\":1,\"a\":2}"}}]},{"role":"tool","tool_call_id":"1","content":"ok"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"auto"}`,
@@ -148,6 +149,7 @@ func FuzzMessagesRequest(f *testing.F) {
 		`{"max_tokens":5,"system":"be brief","messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}],"stop_sequences":["x"],"stream":true}`,
 		`{"max_tokens":5,"system":[{"type":"text","text":"s"}],"messages":[{"role":"user","content":"q"},{"role":"assistant","content":[{"type":"text","text":"t"},{"type":"tool_use","id":"tu1","name":"f","input":{"z":1,"a":2}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"tu1","content":[{"type":"text","text":"r"}]},{"type":"text","text":"next"}]}],"tools":[{"name":"f","description":"d","input_schema":{"type":"object"}}],"tool_choice":{"type":"auto"}}`,
 		`{"max_tokens":5,"messages":[{"role":"assistant","content":[{"type":"thinking","thinking":"hmm"}]}]}`,
+		`{"max_tokens":5,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[{"role":"user","content":"q"},{"role":"assistant","content":[{"type":"thinking","thinking":"a","signature":""},{"type":"redacted_thinking","data":"x"},{"type":"text","text":"b"}]}]}`,
 		`{"messages":[{"role":"user","content":"hi"}]}`,
 		`{"max_tokens":5,"messages":[{"role":"user","content":[{"type":"image"}]}]}`,
 		`{"max_tokens":5,"messages":[{"role":"user","content":[{"type":"text","text":"what?"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}},{"type":"image","source":{"type":"url","url":"https://example.com/a.png"}}]}]}`,

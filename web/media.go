@@ -283,6 +283,17 @@ func (s *Server) takesImages(info engine.Info) bool {
 	return hasCap(info, "vision") || s.opt.Media.assumeVision
 }
 
+// mediaNoun names what a request's media parts are, for messages: "images"
+// when they all are, else "media parts".
+func mediaNoun(refs []mediaRef) string {
+	for _, r := range refs {
+		if r.kind != kindImage {
+			return "media parts"
+		}
+	}
+	return "images"
+}
+
 // noMedia is the 400 for media sent to a model that takes none: it names
 // the model, and the first part as its param (the web chat marks that
 // message).
@@ -316,7 +327,7 @@ func (s *Server) loadMedia(ctx context.Context, info engine.Info, t *target) err
 	lim := s.opt.Media
 	if len(t.media) > lim.Images {
 		ref := t.media[lim.Images]
-		return mediaError(ref.at, "too many images: at most %d per request (a video counts as one), got %d", lim.Images, len(t.media))
+		return mediaError(ref.at, "too many %s: at most %d media parts per request (an image, a video or an audio clip each counts as one), got %d", mediaNoun(t.media), lim.Images, len(t.media))
 	}
 	var total int64
 	var videos []mediaRef

@@ -331,7 +331,7 @@ func TestImageChecks(t *testing.T) {
 		{"PNG bomb header", []imagePart{{data: bombPNG(100_000, 100_000)}}, 0, "megapixel"},
 		{"JPEG bomb header", []imagePart{{data: bombJPEG(t, 65_000, 65_000)}}, 0, "megapixel"},
 		{"not an image", []imagePart{{data: []byte("plain text, surely not a picture")}}, 0, "unrecognised file format"},
-		{"too many images", []imagePart{{data: picture}, {data: picture}, {data: picture}, {data: picture}, {data: picture}}, 4, "too many images: at most 4"},
+		{"too many images", []imagePart{{data: picture}, {data: picture}, {data: picture}, {data: picture}, {data: picture}}, 4, "too many images: at most 4 media parts per request"},
 		{"part over its limit", []imagePart{{data: append(bytes.Clone(picture), make([]byte, 300<<10)...)}}, 0, "at most 256 KiB per image"},
 		{"request over its limit", []imagePart{{data: big}, {data: big}, {data: big}, {data: big}}, 3, "at most 400 KiB per request"},
 		{"not base64", []imagePart{{raw: "iVBOR@@@@"}}, 0, "not valid base64"},

@@ -105,6 +105,8 @@ var chatRoles = map[string]bool{"system": true, "developer": true, "user": true,
 //     is returned in the order the parts appear (audio and files are
 //     refused: not supported yet);
 //   - role "developer" becomes "system";
+//   - an assistant's reasoning (vLLM's newer name) is also given as
+//     reasoning_content, which Qwen3-style templates read;
 //   - an assistant tool call's function.arguments given as a JSON string
 //     (as the OpenAI API sends it) becomes the object it encodes, which is
 //     what templates print with tojson.
@@ -163,6 +165,13 @@ func chatMessage(i int, raw json.RawMessage, refs *[]mediaRef) (object, error) {
 		o = o.set("content", parts)
 	default:
 		return nil, badRequest(at+".content", "%s.content: expected a string or an array of content parts", at)
+	}
+	if rc := o.get("reasoning_content"); rc != nil && !isNull(rc) && rc[0] != '"' {
+		return nil, badRequest(at+".reasoning_content", "%s.reasoning_content: expected a string", at)
+	}
+	if r := o.get("reasoning"); o.get("reasoning_content") == nil && r != nil && len(r) > 0 && r[0] == '"' {
+		// vLLM's newer name for the same field
+		o = append(o, field{"reasoning_content", r})
 	}
 	if calls := o.get("tool_calls"); !isNull(calls) {
 		fixed, err := toolCallArgs(at+".tool_calls", calls)

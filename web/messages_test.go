@@ -24,6 +24,12 @@ func TestChatMessages(t *testing.T) {
 		{"object arguments pass",
 			`[{"role":"assistant","tool_calls":[{"function":{"name":"f","arguments":{"b":1}}}]}]`,
 			`[{"role":"assistant","tool_calls":[{"function":{"name":"f","arguments":{"b":1}}}]}]`},
+		{"reasoning_content passes verbatim",
+			`[{"role":"assistant","content":"4","reasoning_content":"2+2"}]`,
+			`[{"role":"assistant","content":"4","reasoning_content":"2+2"}]`},
+		{"reasoning is also reasoning_content",
+			`[{"role":"assistant","content":"4","reasoning":"2+2"}]`,
+			`[{"role":"assistant","content":"4","reasoning":"2+2","reasoning_content":"2+2"}]`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -51,7 +57,7 @@ func TestAnthropicConversion(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantMsgs := `[{"role":"system","content":"s1\ns2"},{"role":"user","content":"what is the weather"},` +
-		`{"role":"assistant","content":"checking","tool_calls":[{"id":"tu1","type":"function","function":{"name":"weather","arguments":{"city":"Paris","days":2}}}]},` +
+		`{"role":"assistant","content":"checking","reasoning_content":"x","tool_calls":[{"id":"tu1","type":"function","function":{"name":"weather","arguments":{"city":"Paris","days":2}}}]},` +
 		`{"role":"tool","tool_call_id":"tu1","content":"sunny"},{"role":"user","content":"thanks"}]`
 	if string(job.req.Messages) != wantMsgs {
 		t.Errorf("messages\n = %s\nwant %s", job.req.Messages, wantMsgs)

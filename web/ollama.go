@@ -197,7 +197,7 @@ func parseOllamaChat(body []byte) (*ollamaJob, error) {
 // ollamaMessages turns Ollama messages into the OpenAI-shaped conversation
 // the chat template takes (nil for none: a load request). Ollama's
 // tool_calls carry arguments as an object, as templates want them; a tool
-// result's tool_name becomes name; earlier thinking is not replayed; a
+// result's tool_name becomes name; thinking becomes reasoning_content; a
 // message's images (base64, as Ollama sends them) become {"type":
 // "image"} parts before its text, as Ollama places them, and are returned
 // in order.
@@ -229,6 +229,17 @@ func ollamaMessages(raw json.RawMessage) (json.RawMessage, []mediaRef, error) {
 			case "images":
 				images = f.val
 			case "thinking":
+				// Qwen3-style templates read an assistant message's
+				// thinking as reasoning_content.
+				if isNull(f.val) {
+					break
+				}
+				if f.val[0] != '"' {
+					return nil, nil, badRequest(at+".thinking", "%s.thinking: expected a string", at)
+				}
+				if o.get("reasoning_content") == nil {
+					conv = append(conv, field{"reasoning_content", f.val})
+				}
 			case "tool_name":
 				if o.get("name") == nil {
 					conv = append(conv, field{"name", f.val})

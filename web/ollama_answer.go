@@ -21,6 +21,7 @@ type (
 		CreatedAt time.Time      `json:"created_at"`         // RFC 3339 with nanoseconds, UTC
 		Message   *ollamaMessage `json:"message,omitempty"`  // /api/chat
 		Response  *string        `json:"response,omitempty"` // /api/generate
+		Thinking  string         `json:"thinking,omitempty"` // /api/generate
 		Done      bool           `json:"done"`
 		// Logprobs are the frame's tokens' log probabilities, when asked.
 		Logprobs []ollamaLogprob `json:"logprobs,omitempty"`
@@ -32,6 +33,7 @@ type (
 	ollamaMessage struct {
 		Role      string           `json:"role"`
 		Content   string           `json:"content"`
+		Thinking  string           `json:"thinking,omitempty"`
 		ToolCalls []ollamaToolCall `json:"tool_calls,omitempty"`
 	}
 	ollamaToolCall struct {
@@ -141,8 +143,8 @@ func (s *Server) answerOllama(c echo.Context, g generator, job *ollamaJob, b oll
 		kind = "ollama chat"
 	}
 	var (
-		text  strings.Builder
-		calls []ollamaToolCall
+		text, thinking strings.Builder
+		calls          []ollamaToolCall
 	)
 	toolCalls := func(cs []toolcall.Call) []ollamaToolCall {
 		var out []ollamaToolCall
@@ -152,17 +154,17 @@ func (s *Server) answerOllama(c echo.Context, g generator, job *ollamaJob, b oll
 		}
 		return out
 	}
-	frame := func(content string, cs []ollamaToolCall) ollamaResponse {
+	frame := func(think, content string, cs []ollamaToolCall) ollamaResponse {
 		out := ollamaResponse{Model: b.model, CreatedAt: time.Now().UTC()}
 		if job.chat {
-			out.Message = &ollamaMessage{Role: "assistant", Content: content, ToolCalls: cs}
+			out.Message = &ollamaMessage{Role: "assistant", Content: content, Thinking: think, ToolCalls: cs}
 		} else {
-			out.Response = &content
+			out.Response, out.Thinking = &content, think
 		}
 		return out
 	}
-	last := func(content string, cs []ollamaToolCall, u engine.Usage) ollamaResponse {
-		out := frame(content, cs)
+	last := func(think, content string, cs []ollamaToolCall, u engine.Usage) ollamaResponse {
+		out := frame(think, content, cs)
 		out.Done, out.DoneReason = true, "stop"
 		if u.FinishReason == "length" {
 			out.DoneReason = "length"
@@ -179,13 +181,14 @@ func (s *Server) answerOllama(c echo.Context, g generator, job *ollamaJob, b oll
 		return s.generate(c, g, job.req, answer{
 			kind: kind, model: b.model,
 			emit: func(d engine.Delta) error {
+				thinking.WriteString(d.Thinking)
 				text.WriteString(d.Content)
 				toolCalls(d.ToolCalls)
 				lps = append(lps, ollamaLogprobs(d.Logprobs)...)
 				return nil
 			},
 			finish: func(u engine.Usage) error {
-				out := last(text.String(), calls, u)
+				out := last(thinking.String(), text.String(), calls, u)
 				out.Logprobs = lps
 				return c.JSON(http.StatusOK, out)
 			},
@@ -195,14 +198,14 @@ func (s *Server) answerOllama(c echo.Context, g generator, job *ollamaJob, b oll
 	return s.generate(c, g, job.req, answer{
 		kind: kind + " stream", model: b.model,
 		emit: func(d engine.Delta) error {
-			if d.Content == "" && len(d.ToolCalls) == 0 && len(d.Logprobs) == 0 {
+			if d.Thinking == "" && d.Content == "" && len(d.ToolCalls) == 0 && len(d.Logprobs) == 0 {
 				return nil
 			}
-			out := frame(d.Content, toolCalls(d.ToolCalls))
+			out := frame(d.Thinking, d.Content, toolCalls(d.ToolCalls))
 			out.Logprobs = ollamaLogprobs(d.Logprobs)
 			return w.line(out)
 		},
-		finish:  func(u engine.Usage) error { return w.line(last("", nil, u)) },
+		finish:  func(u engine.Usage) error { return w.line(last("", "", nil, u)) },
 		started: w.begun,
 		fail:    func(p problem) error { return w.line(nativeError{Error: p.Message}) },
 	})

@@ -263,6 +263,15 @@ func TestOllamaOptions(t *testing.T) {
 // The template prints the call's arguments.city, which is there only when
 // the arguments reach it as an object, and a tool result's name.
 func toolModel(t *testing.T) pool.Model {
+	const tmpl = "{%- if tools %}<|im_start|>system\n{% for t in tools %}{{ t.function.name }}\n{% endfor %}<|im_end|>\n{% endif %}" +
+		"{%- for m in messages %}<|im_start|>{{ m.role }}\n{% if m.role == 'tool' %}{{ m.name }}: {% endif %}{{ m.content }}" +
+		"{%- for tc in m.tool_calls or [] %}<tool_call>{{ tc.function.name }}({{ tc.function.arguments.city }})</tool_call>{% endfor %}<|im_end|>\n{% endfor %}" +
+		"{%- if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+	return templateModel(t, tmpl)
+}
+
+// templateModel is chat-tiny with the chat template tmpl.
+func templateModel(t *testing.T, tmpl string) pool.Model {
 	t.Helper()
 	dir := t.TempDir()
 	tiny := filepath.Join(testmodels.Root(), "chat-tiny")
@@ -275,10 +284,6 @@ func toolModel(t *testing.T) pool.Model {
 			t.Fatal(err)
 		}
 	}
-	const tmpl = "{%- if tools %}<|im_start|>system\n{% for t in tools %}{{ t.function.name }}\n{% endfor %}<|im_end|>\n{% endif %}" +
-		"{%- for m in messages %}<|im_start|>{{ m.role }}\n{% if m.role == 'tool' %}{{ m.name }}: {% endif %}{{ m.content }}" +
-		"{%- for tc in m.tool_calls or [] %}<tool_call>{{ tc.function.name }}({{ tc.function.arguments.city }})</tool_call>{% endfor %}<|im_end|>\n{% endfor %}" +
-		"{%- if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 	cfg, _ := json.Marshal(map[string]any{"eos_token": "<|im_end|>", "chat_template": tmpl, "model_max_length": 256})
 	if err := os.WriteFile(filepath.Join(dir, "tokenizer_config.json"), cfg, 0o644); err != nil {
 		t.Fatal(err)

@@ -23,6 +23,7 @@ type chatRequest struct {
 	ToolChoice          json.RawMessage            `json:"tool_choice"`
 	ResponseFormat      *responseFormat            `json:"response_format"`
 	ChatTemplateKwargs  map[string]json.RawMessage `json:"chat_template_kwargs"`
+	ReasoningEffort     *string                    `json:"reasoning_effort"`
 }
 
 type responseFormat struct {
@@ -65,6 +66,11 @@ func parseChat(body []byte) (*chatJob, error) {
 	job := &chatJob{target: target{model: in.Model, media: refs}, stream: in.Stream, includeUsage: in.includeUsage()}
 	job.sampling = sampling{params: in.samplingParams, maxTemp: 2}
 	job.req = engine.Request{Messages: msgs, MaxTokens: maxTokens, Stop: stops, Sample: opt, TemplateKwargs: in.ChatTemplateKwargs, Speculative: in.Speculative}
+	if in.ReasoningEffort != nil {
+		if job.req.TemplateKwargs, err = effortKwargs("reasoning_effort", *in.ReasoningEffort, in.ChatTemplateKwargs); err != nil {
+			return nil, err
+		}
+	}
 	if in.Logprobs != nil && *in.Logprobs {
 		job.req.Logprobs = true
 	}
@@ -194,13 +200,14 @@ func (s *Server) answerChat(c echo.Context, g generator, job *chatJob, base chat
 		return s.streamChat(c, g, job, base)
 	}
 	var (
-		text  strings.Builder
-		calls []toolCallBody
-		lps   []engine.TokenLogprob
+		text, thinking strings.Builder
+		calls          []toolCallBody
+		lps            []engine.TokenLogprob
 	)
 	return s.generate(c, g, job.req, answer{
 		kind: "chat", model: base.Model,
 		emit: func(d engine.Delta) error {
+			thinking.WriteString(d.Thinking)
 			text.WriteString(d.Content)
 			for _, tc := range d.ToolCalls {
 				calls = append(calls, toolCallOf(tc))
@@ -209,7 +216,7 @@ func (s *Server) answerChat(c echo.Context, g generator, job *chatJob, base chat
 			return nil
 		},
 		finish: func(u engine.Usage) error {
-			msg := chatMessageOut{Role: "assistant", ToolCalls: calls}
+			msg := chatMessageOut{Role: "assistant", ReasoningContent: thinking.String(), ToolCalls: calls}
 			if text.Len() > 0 || len(calls) == 0 {
 				msg.Content = strPtr(text.String())
 			}
@@ -250,6 +257,11 @@ func (s *Server) streamChat(c echo.Context, g generator, job *chatJob, base chat
 	emit := func(d engine.Delta) error {
 		if err := begin(); err != nil {
 			return err
+		}
+		if d.Thinking != "" {
+			if err := send(chunkChoice{Delta: chatDelta{ReasoningContent: d.Thinking}}); err != nil {
+				return err
+			}
 		}
 		if d.Content != "" || len(d.Logprobs) > 0 {
 			text.WriteString(d.Content)

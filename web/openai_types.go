@@ -21,9 +21,16 @@ type usageBody struct {
 	// PromptTokensDetails says how many prompt tokens came from the
 	// prompt cache, when some did (OpenAI's field).
 	PromptTokensDetails *promptTokensDetails `json:"prompt_tokens_details,omitempty"`
+	// CompletionTokensDetails counts the completion's thinking tokens,
+	// when the model thought (OpenAI's field).
+	CompletionTokensDetails *completionTokensDetails `json:"completion_tokens_details,omitempty"`
 	// Speculative is Hearth's extension: the drafted tokens and the ones
 	// the model kept, when speculative decoding ran.
 	Speculative *speculativeUsage `json:"speculative,omitempty"`
+}
+
+type completionTokensDetails struct {
+	ReasoningTokens int `json:"reasoning_tokens"`
 }
 
 type promptTokensDetails struct {
@@ -39,6 +46,9 @@ func usageOf(u engine.Usage) *usageBody {
 	b := &usageBody{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.PromptTokens + u.CompletionTokens}
 	if u.CachedTokens > 0 {
 		b.PromptTokensDetails = &promptTokensDetails{CachedTokens: u.CachedTokens}
+	}
+	if u.ReasoningTokens > 0 {
+		b.CompletionTokensDetails = &completionTokensDetails{ReasoningTokens: u.ReasoningTokens}
 	}
 	if u.Drafted > 0 {
 		b.Speculative = &speculativeUsage{Drafted: u.Drafted, Accepted: u.Accepted}
@@ -64,9 +74,12 @@ type chatChoice struct {
 }
 
 type chatMessageOut struct {
-	Role      string         `json:"role"`
-	Content   *string        `json:"content"`
-	ToolCalls []toolCallBody `json:"tool_calls,omitempty"`
+	Role    string  `json:"role"`
+	Content *string `json:"content"`
+	// ReasoningContent is the model's thinking, split from the answer
+	// (vLLM's and llama-server's field).
+	ReasoningContent string         `json:"reasoning_content,omitempty"`
+	ToolCalls        []toolCallBody `json:"tool_calls,omitempty"`
 }
 
 type toolCallBody struct {
@@ -114,9 +127,10 @@ type chunkChoice struct {
 }
 
 type chatDelta struct {
-	Role      string         `json:"role,omitempty"`
-	Content   *string        `json:"content,omitempty"`
-	ToolCalls []toolCallBody `json:"tool_calls,omitempty"`
+	Role             string         `json:"role,omitempty"`
+	Content          *string        `json:"content,omitempty"`
+	ReasoningContent string         `json:"reasoning_content,omitempty"`
+	ToolCalls        []toolCallBody `json:"tool_calls,omitempty"`
 }
 
 type chatLogprobs struct {

@@ -87,9 +87,6 @@ var includeValues = map[string]bool{
 	"code_interpreter_call.outputs":         true,
 }
 
-// reasoningEfforts are reasoning.effort's values.
-var reasoningEfforts = map[string]bool{"none": true, "minimal": true, "low": true, "medium": true, "high": true, "xhigh": true}
-
 // parseResponses decodes and validates a Responses request body.
 func parseResponses(body []byte) (*responsesJob, error) {
 	var in responsesRequest
@@ -148,14 +145,8 @@ func parseResponses(body []byte) (*responsesJob, error) {
 		format = in.Text.Format.Type
 	}
 	if r := in.Reasoning; r != nil && r.Effort != nil {
-		if !reasoningEfforts[*r.Effort] {
-			return nil, badRequest("reasoning.effort", "reasoning.effort: unknown value %q (expected none, minimal, low, medium, high or xhigh)", *r.Effort)
-		}
-		// As Ollama's think: the chat template's enable_thinking (and
-		// reasoning_effort), which templates without thinking ignore.
-		job.req.TemplateKwargs = map[string]json.RawMessage{"enable_thinking": mustJSON(*r.Effort != "none")}
-		if *r.Effort != "none" {
-			job.req.TemplateKwargs["reasoning_effort"] = mustJSON(*r.Effort)
+		if job.req.TemplateKwargs, err = effortKwargs("reasoning.effort", *r.Effort, nil); err != nil {
+			return nil, err
 		}
 	}
 	instructions, err := responsesInstructions(in.Instructions)
@@ -245,6 +236,30 @@ type inputItem struct {
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments"` // JSON text; an object is taken too
 	Output    json.RawMessage `json:"output"`
+	Summary   json.RawMessage `json:"summary"` // a reasoning item's
+}
+
+// reasoningText is a reasoning item's text: its reasoning_text parts, else
+// its summary's text (OpenAI's own items carry only a summary).
+func reasoningText(it inputItem) string {
+	var parts []struct {
+		Text string `json:"text"`
+	}
+	for _, raw := range []json.RawMessage{it.Content, it.Summary} {
+		if json.Unmarshal(raw, &parts) != nil {
+			continue
+		}
+		var texts []string
+		for _, p := range parts {
+			if p.Text != "" {
+				texts = append(texts, p.Text)
+			}
+		}
+		if len(texts) > 0 {
+			return strings.Join(texts, "\n")
+		}
+	}
+	return ""
 }
 
 // inputRoles maps a message item's role to the chat template's.
@@ -256,8 +271,8 @@ var inputRoles = map[string]string{"user": "user", "assistant": "assistant", "sy
 // developer as system); function_call items the tool_calls of an assistant
 // message (the one just before, or a new one), with their arguments as the
 // object templates print; function_call_output items tool messages, named
-// after their call. Reasoning items are not replayed, as thinking blocks
-// are not on /v1/messages. input_image parts become {"type": "image"}
+// after their call; a reasoning item the reasoning_content of the
+// assistant message after it. input_image parts become {"type": "image"}
 // parts, whose sources it returns in order.
 func responsesConversation(instructions *string, raw json.RawMessage) (json.RawMessage, []mediaRef, error) {
 	var out []object
@@ -281,6 +296,7 @@ func responsesConversation(instructions *string, raw json.RawMessage) (json.RawM
 	}
 	names := map[string]string{} // call_id → function name
 	var refs []mediaRef
+	thought := "" // a reasoning item's text, for the next assistant message
 	for j, rawItem := range items {
 		at := fmt.Sprintf("input[%d]", j)
 		var it inputItem
@@ -304,7 +320,11 @@ func responsesConversation(instructions *string, raw json.RawMessage) (json.RawM
 			if err != nil {
 				return nil, nil, err
 			}
-			out = append(out, object{{"role", mustJSON(role)}, {"content", content}})
+			m := object{{"role", mustJSON(role)}, {"content", content}}
+			if role == "assistant" {
+				m, thought = withReasoning(m, thought), ""
+			}
+			out = append(out, m)
 		case "function_call":
 			if it.CallID == "" {
 				return nil, nil, badRequest(at+".call_id", "%s.call_id: required", at)
@@ -324,10 +344,11 @@ func responsesConversation(instructions *string, raw json.RawMessage) (json.RawM
 				if prev := out[n-1].get("tool_calls"); prev != nil {
 					json.Unmarshal(prev, &calls)
 				}
-				out[n-1] = out[n-1].set("tool_calls", mustJSON(append(calls, mustJSON(call))))
+				out[n-1] = withReasoning(out[n-1].set("tool_calls", mustJSON(append(calls, mustJSON(call)))), thought)
 			} else {
-				out = append(out, object{{"role", mustJSON("assistant")}, {"content", mustJSON("")}, {"tool_calls", mustJSON([]object{call})}})
+				out = append(out, withReasoning(object{{"role", mustJSON("assistant")}, {"content", mustJSON("")}, {"tool_calls", mustJSON([]object{call})}}, thought))
 			}
+			thought = ""
 		case "function_call_output":
 			if it.CallID == "" {
 				return nil, nil, badRequest(at+".call_id", "%s.call_id: required", at)
@@ -345,7 +366,7 @@ func responsesConversation(instructions *string, raw json.RawMessage) (json.RawM
 			}
 			out = append(out, append(m, field{"content", content}))
 		case "reasoning":
-			// Earlier reasoning is not replayed to the template.
+			thought = reasoningText(it)
 		case "item_reference":
 			return nil, nil, badRequest(at+".type", "%s.type: item_reference needs stored responses, which Hearth does not keep; send the item itself", at)
 		default:
@@ -353,7 +374,7 @@ func responsesConversation(instructions *string, raw json.RawMessage) (json.RawM
 		}
 	}
 	if len(out) == 0 {
-		return nil, nil, badRequest("input", "input: no message to answer (reasoning items are not replayed)")
+		return nil, nil, badRequest("input", "input: no message to answer (reasoning items are not messages)")
 	}
 	return mustJSON(out), refs, nil
 }
@@ -517,7 +538,7 @@ type (
 		MaxOutputTokens    *int               `json:"max_output_tokens"`
 		MaxToolCalls       *int               `json:"max_tool_calls"`
 		Model              string             `json:"model"`
-		Output             []any              `json:"output"` // messageItem and functionCallItem
+		Output             []any              `json:"output"` // reasoningItem, messageItem and functionCallItem
 		ParallelToolCalls  bool               `json:"parallel_tool_calls"`
 		PreviousResponseID *string            `json:"previous_response_id"`
 		Reasoning          reasoningConfig    `json:"reasoning"`
@@ -573,6 +594,19 @@ type (
 		Annotations []any              `json:"annotations"`
 		Logprobs    []tokenLogprobBody `json:"logprobs"`
 	}
+	// reasoningItem is the model's thinking, as the API gives an open
+	// model's: its text in reasoning_text parts, no summary.
+	reasoningItem struct {
+		ID      string          `json:"id"`
+		Type    string          `json:"type"` // "reasoning"
+		Summary []any           `json:"summary"`
+		Content []reasoningPart `json:"content"`
+		Status  string          `json:"status"` // in_progress, completed, incomplete
+	}
+	reasoningPart struct {
+		Type string `json:"type"` // "reasoning_text"
+		Text string `json:"text"`
+	}
 	functionCallItem struct {
 		ID        string `json:"id"`
 		Type      string `json:"type"`   // "function_call"
@@ -586,6 +620,7 @@ type (
 func responseUsageOf(u engine.Usage) *responseUsage {
 	ru := &responseUsage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens, TotalTokens: u.PromptTokens + u.CompletionTokens}
 	ru.InputTokensDetails.CachedTokens = u.CachedTokens
+	ru.OutputTokensDetails.ReasoningTokens = u.ReasoningTokens
 	return ru
 }
 
@@ -606,18 +641,26 @@ func responsesLogprobs(lps []engine.TokenLogprob, want bool) []tokenLogprobBody 
 // outputListener is told of each step of an answer's output (the stream
 // writer writes them as events); index is the item's output_index.
 type outputListener interface {
+	reasoningAdded(index int, r reasoningItem) error
+	reasoningDelta(index int, r reasoningItem, delta string) error
+	reasoningDone(index int, r reasoningItem) error
 	messageAdded(index int, m messageItem) error
 	textDelta(index int, m messageItem, delta string, lps []tokenLogprobBody) error
 	messageDone(index int, m messageItem) error
 	callDone(index int, fc functionCallItem) error
 }
 
-// responseOutput builds an answer's output items from its deltas: text
-// goes to the open message item (a new one after a function call), each
-// tool call is one function_call item. Both writers build with it, so a
-// streamed answer ends with the same items as a whole one.
+// responseOutput builds an answer's output items from its deltas: the
+// thinking goes to a reasoning item, which comes first; text goes to the
+// open message item (a new one after a function call), each tool call is
+// one function_call item. Both writers build with it, so a streamed answer
+// ends with the same items as a whole one.
 type responseOutput struct {
 	items    []any
+	answered bool           // a message or function_call item was added
+	thought  *reasoningItem // the open reasoning item, nil when none
+	rsIndex  int
+	rsText   strings.Builder
 	msg      *messageItem // the open message item, nil when none
 	msgIndex int
 	text     strings.Builder
@@ -630,6 +673,19 @@ type responseOutput struct {
 
 // add takes one delta.
 func (o *responseOutput) add(d engine.Delta) error {
+	if (d.Thinking != "" || o.thought != nil) && d.Content == "" {
+		d.Logprobs = nil // the thinking's tokens: output_text logprobs are the text's
+	}
+	if d.Thinking != "" {
+		if err := o.think(d.Thinking); err != nil {
+			return err
+		}
+	}
+	if d.Content != "" || len(d.Logprobs) > 0 || len(d.ToolCalls) > 0 {
+		if err := o.closeThinking("completed"); err != nil {
+			return err
+		}
+	}
 	if d.Content != "" || len(d.Logprobs) > 0 {
 		if err := o.open(); err != nil {
 			return err
@@ -652,12 +708,47 @@ func (o *responseOutput) add(d engine.Delta) error {
 			return err
 		}
 		fc := functionCallItem{ID: newID("fc_"), Type: "function_call", Status: "completed", Arguments: argsText(tc), CallID: tc.ID, Name: tc.Name}
-		o.items = append(o.items, fc)
+		o.items, o.answered = append(o.items, fc), true
 		if o.on != nil {
 			if err := o.on.callDone(len(o.items)-1, fc); err != nil {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// think adds thinking to the reasoning item, starting it first.
+func (o *responseOutput) think(text string) error {
+	if o.thought == nil {
+		o.thought = &reasoningItem{ID: newID("rs_"), Type: "reasoning", Summary: []any{}, Content: []reasoningPart{}, Status: "in_progress"}
+		o.rsIndex = len(o.items)
+		o.items = append(o.items, *o.thought)
+		o.rsText.Reset()
+		if o.on != nil {
+			if err := o.on.reasoningAdded(o.rsIndex, *o.thought); err != nil {
+				return err
+			}
+		}
+	}
+	o.rsText.WriteString(text)
+	if o.on != nil {
+		return o.on.reasoningDelta(o.rsIndex, *o.thought, text)
+	}
+	return nil
+}
+
+// closeThinking finishes the open reasoning item, if any, with status.
+func (o *responseOutput) closeThinking(status string) error {
+	if o.thought == nil {
+		return nil
+	}
+	r := *o.thought
+	r.Status, r.Content = status, []reasoningPart{{Type: "reasoning_text", Text: o.rsText.String()}}
+	o.items[o.rsIndex] = r
+	o.thought = nil
+	if o.on != nil {
+		return o.on.reasoningDone(o.rsIndex, r)
 	}
 	return nil
 }
@@ -669,7 +760,7 @@ func (o *responseOutput) open() error {
 	}
 	o.msg = &messageItem{ID: newID("msg_"), Type: "message", Status: "in_progress", Role: "assistant", Content: []outputText{}}
 	o.msgIndex = len(o.items)
-	o.items = append(o.items, *o.msg)
+	o.items, o.answered = append(o.items, *o.msg), true
 	o.text.Reset()
 	o.lps = nil
 	if o.on != nil {
@@ -678,8 +769,11 @@ func (o *responseOutput) open() error {
 	return nil
 }
 
-// close finishes the open message item, if any, with status.
+// close finishes the open reasoning or message item, if any, with status.
 func (o *responseOutput) close(status string) error {
+	if err := o.closeThinking(status); err != nil {
+		return err
+	}
 	if o.msg == nil {
 		return nil
 	}
@@ -698,10 +792,14 @@ func (o *responseOutput) close(status string) error {
 	return nil
 }
 
-// finish closes the output: an answer with no item at all gets an empty
-// message, so that it always has one (the SDKs' output_text is then "").
+// finish closes the output: an answer with no message or call (none at
+// all, or thinking alone) gets an empty message, so that it always has one
+// (the SDKs' output_text is then "").
 func (o *responseOutput) finish(status string) error {
-	if len(o.items) == 0 {
+	if err := o.closeThinking(status); err != nil {
+		return err
+	}
+	if !o.answered {
 		if err := o.open(); err != nil {
 			return err
 		}

@@ -24,12 +24,28 @@ type (
 		SequenceNumber int    `json:"sequence_number"`
 	}
 	partEvent struct {
-		Type           string     `json:"type"`
-		ItemID         string     `json:"item_id"`
-		OutputIndex    int        `json:"output_index"`
-		ContentIndex   int        `json:"content_index"`
-		Part           outputText `json:"part"`
-		SequenceNumber int        `json:"sequence_number"`
+		Type           string `json:"type"`
+		ItemID         string `json:"item_id"`
+		OutputIndex    int    `json:"output_index"`
+		ContentIndex   int    `json:"content_index"`
+		Part           any    `json:"part"` // outputText or reasoningPart
+		SequenceNumber int    `json:"sequence_number"`
+	}
+	reasoningDeltaEvent struct {
+		Type           string `json:"type"`
+		ItemID         string `json:"item_id"`
+		OutputIndex    int    `json:"output_index"`
+		ContentIndex   int    `json:"content_index"`
+		Delta          string `json:"delta"`
+		SequenceNumber int    `json:"sequence_number"`
+	}
+	reasoningDoneEvent struct {
+		Type           string `json:"type"`
+		ItemID         string `json:"item_id"`
+		OutputIndex    int    `json:"output_index"`
+		ContentIndex   int    `json:"content_index"`
+		Text           string `json:"text"`
+		SequenceNumber int    `json:"sequence_number"`
 	}
 	textDeltaEvent struct {
 		Type           string             `json:"type"`
@@ -69,6 +85,10 @@ type (
 // responseStream writes a Responses answer as the SDKs read it:
 //
 //	response.created, response.in_progress
+//	for the thinking, first: response.output_item.added (a reasoning item),
+//	  response.content_part.added (reasoning_text), response.reasoning_text.delta…,
+//	  response.reasoning_text.done, response.content_part.done,
+//	  response.output_item.done
 //	per message item: response.output_item.added, response.content_part.added,
 //	  response.output_text.delta…, response.output_text.done,
 //	  response.content_part.done, response.output_item.done
@@ -98,6 +118,32 @@ func (rs *responseStream) next() int { return rs.seq }
 
 func (rs *responseStream) whole(typ string) error {
 	return rs.send(typ, responseEvent{Type: typ, Response: rs.resp, SequenceNumber: rs.next()})
+}
+
+func (rs *responseStream) reasoningAdded(index int, r reasoningItem) error {
+	if err := rs.send("response.output_item.added", itemEvent{Type: "response.output_item.added", OutputIndex: index, Item: r, SequenceNumber: rs.next()}); err != nil {
+		return err
+	}
+	return rs.send("response.content_part.added", partEvent{Type: "response.content_part.added", ItemID: r.ID, OutputIndex: index,
+		Part: reasoningPart{Type: "reasoning_text"}, SequenceNumber: rs.next()})
+}
+
+func (rs *responseStream) reasoningDelta(index int, r reasoningItem, delta string) error {
+	return rs.send("response.reasoning_text.delta", reasoningDeltaEvent{Type: "response.reasoning_text.delta", ItemID: r.ID, OutputIndex: index,
+		Delta: delta, SequenceNumber: rs.next()})
+}
+
+func (rs *responseStream) reasoningDone(index int, r reasoningItem) error {
+	part := r.Content[0]
+	if err := rs.send("response.reasoning_text.done", reasoningDoneEvent{Type: "response.reasoning_text.done", ItemID: r.ID, OutputIndex: index,
+		Text: part.Text, SequenceNumber: rs.next()}); err != nil {
+		return err
+	}
+	if err := rs.send("response.content_part.done", partEvent{Type: "response.content_part.done", ItemID: r.ID, OutputIndex: index,
+		Part: part, SequenceNumber: rs.next()}); err != nil {
+		return err
+	}
+	return rs.send("response.output_item.done", itemEvent{Type: "response.output_item.done", OutputIndex: index, Item: r, SequenceNumber: rs.next()})
 }
 
 func (rs *responseStream) messageAdded(index int, m messageItem) error {

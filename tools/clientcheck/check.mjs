@@ -2,13 +2,16 @@
 // Anthropic and Ollama JavaScript clients, the way an application would,
 // and fails (exit 1) when anything does not behave like the real APIs.
 //
-//   node check.mjs [BASE_URL] [MODEL] [TOOL_MODEL]
+//   node check.mjs [BASE_URL] [MODEL] [TOOL_MODEL] [THINK_MODEL]
 //
 // MODEL defaults to hearth/starter. TOOL_MODEL, when given, is a model in
 // the cache whose chat template has a tool-call format: the function-tool
 // round trip runs on it, and at the end it is DELETED (clientcheck_test.go
 // pulls a throwaway one); leave it out against a server with models you
-// keep. It prints one line per check and a JSON summary on the last line.
+// keep. THINK_MODEL, when given, is a model whose replies are thinking (a
+// chat template that opens a <think> block): the reasoning fields are
+// checked on it, whole and through each SDK's stream accumulator. It
+// prints one line per check and a JSON summary on the last line.
 
 import OpenAI from "openai";
 import Anthropic from "@anthropic-ai/sdk";
@@ -17,6 +20,7 @@ import { Ollama } from "ollama";
 const base = process.argv[2] ?? process.env.HEARTH_URL ?? "http://127.0.0.1:11435";
 const model = process.argv[3] ?? "hearth/starter";
 const toolModel = process.argv[4];
+const thinkModel = process.argv[5];
 
 const openai = new OpenAI({ baseURL: `${base}/v1`, apiKey: "not-needed", maxRetries: 0 });
 const anthropic = new Anthropic({ baseURL: base, apiKey: "not-needed", maxRetries: 0 });
@@ -261,6 +265,40 @@ if (model === "hearth/starter") {
   } catch (e) {
     check("ollama.delete the built-in model is refused", e.name === "ResponseError" && e.status_code === 400 && /built into hearth/.test(e.error), e.message);
   }
+}
+
+if (thinkModel) {
+  // The same greedy thinking on every route, whole and as each SDK
+  // accumulates a stream of it, and never as the answer.
+  const q = [{ role: "user", content: "Why is the sky blue?" }];
+  const tc = await openai.chat.completions.create({ model: thinkModel, messages: q, temperature: 0, max_tokens: 8 });
+  const thinking = tc.choices[0].message.reasoning_content;
+  check("chat reasoning_content", typeof thinking === "string" && thinking.length > 0 && tc.choices[0].message.content === "" &&
+    tc.usage.completion_tokens_details?.reasoning_tokens > 0, JSON.stringify({ message: tc.choices[0].message, usage: tc.usage }));
+  let tstreamed = "";
+  for await (const chunk of await openai.chat.completions.create({ model: thinkModel, messages: q, temperature: 0, max_tokens: 8, stream: true })) {
+    for (const c of chunk.choices) tstreamed += c.delta?.reasoning_content ?? "";
+  }
+  check("chat stream reasoning_content", tstreamed === thinking, JSON.stringify(tstreamed));
+  const rw = await openai.responses.create({ model: thinkModel, input: q[0].content, temperature: 0, max_output_tokens: 8 });
+  check("responses.create reasoning item", rw.output[0]?.type === "reasoning" && rw.output[0].content?.[0]?.text === thinking &&
+    rw.output_text === "" && rw.usage.output_tokens_details.reasoning_tokens > 0, JSON.stringify({ output: rw.output, usage: rw.usage }));
+  const rs = openai.responses.stream({ model: thinkModel, input: q[0].content, temperature: 0, max_output_tokens: 8 });
+  const rsFinal = await rs.finalResponse();
+  const reasoningItem = rsFinal.output[0];
+  check("responses.stream reasoning item", reasoningItem?.type === "reasoning" && reasoningItem.content?.[0]?.type === "reasoning_text" &&
+    reasoningItem.content[0].text === thinking && outputText(rsFinal) === "",
+    JSON.stringify(rsFinal.output));
+  const am = await anthropic.messages.stream({ model: thinkModel, max_tokens: 8, temperature: 0, messages: q }).finalMessage();
+  check("messages.stream thinking block", am.content.length === 1 && am.content[0].type === "thinking" && am.content[0].thinking === thinking,
+    JSON.stringify(am.content));
+  const oc = await ollama.chat({ model: thinkModel, messages: q, options: { temperature: 0, num_predict: 8 } });
+  let othink = "";
+  for await (const part of await ollama.chat({ model: thinkModel, messages: q, stream: true, options: { temperature: 0, num_predict: 8 } })) {
+    othink += part.message.thinking ?? "";
+  }
+  check("ollama.chat thinking", oc.message.thinking === thinking && oc.message.content === "" && othink === thinking,
+    JSON.stringify({ whole: oc.message, streamed: othink }));
 }
 
 if (toolModel) {

@@ -1,8 +1,9 @@
 // Package clientcheck runs the official OpenAI, Anthropic and Ollama
 // JavaScript clients (check.mjs) against a real Hearth server serving the
-// built-in starter model, with a Hugging Face cache that holds one more
-// model (chat-tiny with a tool-calling chat template, pulled from a
-// stand-in hub) for the function-tool, copy and delete checks. Set it up
+// built-in starter model, with a Hugging Face cache that holds two more
+// models pulled from stand-in hubs: chat-tiny with a tool-calling chat
+// template, for the function-tool, copy and delete checks, and chat-tiny
+// with a template that opens the thinking, for the reasoning checks. Set it up
 // with `npm ci` in tools/clientcheck.
 package clientcheck
 
@@ -36,6 +37,9 @@ const starterID = "hearth/starter"
 // delete.
 const toolRepo = "acme/tiny-tools"
 
+// thinkRepo is the cached model whose replies check.mjs reads as thinking.
+const thinkRepo = "acme/tiny-thinking"
+
 // toolTemplate is a chat template that offers tools and writes Hermes
 // <tool_call> markup, so the server treats the model as tool-capable.
 const toolTemplate = "{%- if tools %}<|im_start|>system\n{% for t in tools %}{{ t.function.name }}\n{% endfor %}<|im_end|>\n{% endif %}" +
@@ -43,15 +47,21 @@ const toolTemplate = "{%- if tools %}<|im_start|>system\n{% for t in tools %}{{ 
 	"{%- for tc in m.tool_calls or [] %}<tool_call>{{ tc.function.name }}</tool_call>{% endfor %}<|im_end|>\n{% endfor %}" +
 	"{%- if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 
+// thinkTemplate opens a <think> block in the generation prompt, as Qwen
+// 3.5's template does: the whole of a reply that never closes it is
+// thinking.
+const thinkTemplate = "{%- for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}" +
+	"{%- if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}"
+
 func repoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
-// toolHub serves chat-tiny, with toolTemplate, as toolRepo.
-func toolHub(t *testing.T) *registrytest.Hub {
+// tinyHub serves chat-tiny, with the chat template tmpl, as repo.
+func tinyHub(t *testing.T, repo, tmpl string) *registrytest.Hub {
 	t.Helper()
-	h := registrytest.NewHub(t, toolRepo)
+	h := registrytest.NewHub(t, repo)
 	dir := filepath.Join(testmodels.Root(), "chat-tiny")
 	for _, name := range []string{"config.json", "generation_config.json", "model.safetensors", "tokenizer.json"} {
 		b, err := os.ReadFile(filepath.Join(dir, name))
@@ -60,7 +70,7 @@ func toolHub(t *testing.T) *registrytest.Hub {
 		}
 		h.Files[name] = registrytest.File{Data: b, LFS: strings.HasSuffix(name, ".safetensors")}
 	}
-	cfg, _ := json.Marshal(map[string]any{"eos_token": "<|im_end|>", "chat_template": toolTemplate, "model_max_length": 256})
+	cfg, _ := json.Marshal(map[string]any{"eos_token": "<|im_end|>", "chat_template": tmpl, "model_max_length": 256})
 	h.Files["tokenizer_config.json"] = registrytest.File{Data: cfg}
 	return h
 }
@@ -78,9 +88,10 @@ func TestOfficialClients(t *testing.T) {
 	}
 
 	cache := t.TempDir()
-	hub := toolHub(t)
-	if err := registry.Pull(context.Background(), registry.PullOptions{Endpoint: hub.URL, CacheDir: cache, Repo: hub.Repo}, nil); err != nil {
-		t.Fatal(err)
+	for _, hub := range []*registrytest.Hub{tinyHub(t, toolRepo, toolTemplate), tinyHub(t, thinkRepo, thinkTemplate)} {
+		if err := registry.Pull(context.Background(), registry.PullOptions{Endpoint: hub.URL, CacheDir: cache, Repo: hub.Repo}, nil); err != nil {
+			t.Fatal(err)
+		}
 	}
 	reg := registry.New(cache).WithBuiltin(registry.Builtin{ID: starterID, Dir: starter}).WithAliases(filepath.Join(t.TempDir(), "aliases.json"))
 	p := pool.New(pool.Options{
@@ -109,7 +120,7 @@ func TestOfficialClients(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, node, "check.mjs", "http://"+ln.Addr().String(), starterID, toolRepo).CombinedOutput()
+	out, err := exec.CommandContext(ctx, node, "check.mjs", "http://"+ln.Addr().String(), starterID, toolRepo, thinkRepo).CombinedOutput()
 	t.Logf("check.mjs:\n%s", out)
 	if err != nil {
 		t.Fatalf("check.mjs: %v", err)

@@ -504,6 +504,42 @@ func TestBrowser(t *testing.T) {
 	}
 }
 
+// TestBrowserThinking serves chat-tiny with a chat template that opens a
+// <think> block, as Qwen 3.5's does: the server streams the reply as
+// reasoning_content, which the page shows in its Thinking block and keeps
+// out of later turns (the thinking scenario).
+func TestBrowserThinking(t *testing.T) {
+	browserNeeds(t)
+	if testing.Short() {
+		t.Skip("skipping the browser tests in -short mode")
+	}
+	dir := t.TempDir()
+	tiny := filepath.Join(testmodels.Root(), "chat-tiny")
+	for _, name := range []string{"config.json", "generation_config.json", "model.safetensors", "tokenizer.json"} {
+		b, err := os.ReadFile(filepath.Join(tiny, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const tmpl = "{%- for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}" +
+		"{%- if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}"
+	cfg, _ := json.Marshal(map[string]any{"eos_token": "<|im_end|>", "chat_template": tmpl, "model_max_length": 256})
+	if err := os.WriteFile(filepath.Join(dir, "tokenizer_config.json"), cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := startHearthWith(t, dir, t.TempDir())
+	res := runDriver(t, "thinking", srv.base()+"/", driverEnv{out: t.ArtifactDir(), models: srv.models})
+	if th, _ := res["thought"].(string); th == "" {
+		t.Errorf("the page showed no thinking: %v", res)
+	}
+	if n, _ := res["requests"].(float64); n != 2 {
+		t.Errorf("%v chat requests, want 2", res["requests"])
+	}
+}
+
 func wantChats(t *testing.T, chats []chatRecord, n int) {
 	t.Helper()
 	if len(chats) != n {

@@ -334,4 +334,24 @@ async function vision({ page, env }) {
   return { status, model, reply };
 }
 
-export const scenarios = { stream, stop, models, media, attach, persist, edit, screenshot, vision };
+// thinking talks to a model whose chat template opens a <think> block, so
+// the server streams its whole reply as delta.reasoning_content: the page
+// shows it in the Thinking block, not as the answer, and a later turn does
+// not send it back.
+async function thinking({ page, w, env }) {
+  await ready(page, env.base);
+  await answered(page, () => send(page, 'Why is the sky blue?'));
+  const reply = lastReply(page);
+  assert.equal(await reply.locator('details.thinking').isVisible(), true, 'no Thinking block');
+  const thought = (await reply.locator('.think-body').textContent()).trim();
+  assert.ok(thought.length > 0, 'the Thinking block is empty');
+  assert.equal((await reply.locator('.msg-body').textContent()).trim(), '', 'the thinking shows as the answer');
+  assert.equal(await reply.locator('.msg-error').count(), 0, 'the reply failed');
+  const before = w.chats.length;
+  await answered(page, () => send(page, 'And at sunset?'));
+  const later = JSON.stringify(w.chats[before].body.messages);
+  assert.ok(!later.includes(thought.slice(0, 8)), `the thinking went back to the server: ${later}`);
+  return { thought, requests: w.chats.length };
+}
+
+export const scenarios = { stream, stop, models, media, attach, persist, edit, screenshot, vision, thinking };
