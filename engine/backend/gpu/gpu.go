@@ -205,6 +205,10 @@ func describe(a *wgpu.Adapter) Adapter {
 	}
 }
 
+// maxWeightBlock is WebGPU's default maxBufferSize, which every device
+// allows.
+const maxWeightBlock = 256 << 20
+
 // New opens the best adapter (see Probe) and makes a device on it. It
 // fails when there is none; it does not refuse an emulated adapter (tests
 // run on lavapipe), so callers choosing automatically check Adapter().Emulated.
@@ -251,7 +255,12 @@ func New(opt Options) (*Backend, error) {
 			b.info.Name, b.limits.MaxStorageBuffersPerShaderStage, b.limits.MaxComputeWorkgroupStorageSize, minWorkgroupBytes)
 	}
 	b.maxBind = b.limits.MaxStorageBufferBindingSize &^ 255
-	b.maxBlock = b.maxBind
+	// A weight is cut into blocks of at most maxWeightBlock bytes whatever
+	// the device reports: on the H200's Vulkan driver a 335 MB embedding
+	// table (Gemma 3 and 4, Qwen 3.5: 262k and 248k vocabularies at 4 bits)
+	// was refused as over a 256 MiB buffer size while the binding limit
+	// read back larger.
+	b.maxBlock = min(b.maxBind, maxWeightBlock)
 	if opt.WeightBlockBytes > 0 {
 		b.maxBlock = min(b.maxBind, opt.WeightBlockBytes)
 	}
