@@ -6,6 +6,7 @@ package family
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -193,4 +194,23 @@ func Nearest(modelType string, types []string) string {
 		}
 	}
 	return best
+}
+
+// EmbedTokens is the batch's host tokens for the embedding lookup, with
+// every media row (from MediaRows) set to id 0: those rows are replaced,
+// and their placeholder may lie outside the vocabulary (transformers embeds
+// such an image token as 0 too).
+func (b *Batch) EmbedTokens(from [][]int32) []int32 {
+	if len(b.Media) == 0 {
+		return b.Tokens
+	}
+	tokens := slices.Clone(b.Tokens)
+	for _, f := range from {
+		for r, src := range f {
+			if src >= 0 {
+				tokens[r] = 0
+			}
+		}
+	}
+	return tokens
 }

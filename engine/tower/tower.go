@@ -6,6 +6,8 @@
 package tower
 
 import (
+	"fmt"
+
 	"hearth/engine/tensor"
 	"hearth/media"
 )
@@ -42,4 +44,15 @@ type Prompt struct {
 // mRoPE) places them by the grid.
 type Gridded interface {
 	Grid(px media.Pixels) [3]int
+}
+
+// Activation is the graph op of a tower config's hidden_act.
+func Activation(name string) (func(*tensor.Graph, tensor.T) tensor.T, error) {
+	switch name {
+	case "gelu_pytorch_tanh", "gelu_tanh", "gelu_new", "gelu_fast":
+		return (*tensor.Graph).GELUTanh, nil
+	case "gelu":
+		return (*tensor.Graph).GELU, nil
+	}
+	return nil, fmt.Errorf("hidden_act %q is not supported (gelu_pytorch_tanh, gelu are)", name)
 }

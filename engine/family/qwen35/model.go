@@ -256,20 +256,7 @@ func (m *Model) Forward(g *tensor.Graph, b *family.Batch) (tensor.T, error) {
 	}
 	ids := b.IDs
 	if ids.IsNone() {
-		tokens := b.Tokens
-		if len(b.Media) > 0 {
-			// the placeholder rows are replaced: embed id 0 there, so an
-			// image token outside the vocabulary is no error
-			tokens = slices.Clone(tokens)
-			for _, f := range from {
-				for r, src := range f {
-					if src >= 0 {
-						tokens[r] = 0
-					}
-				}
-			}
-		}
-		ids = g.InputInts(tokens, n)
+		ids = g.InputInts(b.EmbedTokens(from), n)
 	}
 	x := g.Embed(m.embed, ids)
 	for i, md := range b.Media {

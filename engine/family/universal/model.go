@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"slices"
 
 	"hearth/engine/cache"
 	"hearth/engine/config"
@@ -263,21 +262,7 @@ func (m *Model) Forward(g *tensor.Graph, b *family.Batch) (tensor.T, error) {
 	}
 	ids := b.IDs
 	if ids.IsNone() {
-		tokens := b.Tokens
-		if len(b.Media) > 0 {
-			// a media row's token (an image placeholder, maybe outside
-			// the vocabulary) is replaced: embed id 0 there, as
-			// transformers does for an out-of-vocabulary image token
-			tokens = slices.Clone(tokens)
-			for _, f := range from {
-				for r, src := range f {
-					if src >= 0 {
-						tokens[r] = 0
-					}
-				}
-			}
-		}
-		ids = g.InputInts(tokens, n)
+		ids = g.InputInts(b.EmbedTokens(from), n)
 	}
 	x := g.Embed(m.embed, ids)
 	if m.embedScale != 0 {

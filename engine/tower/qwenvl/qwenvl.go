@@ -168,14 +168,11 @@ func Load(raw []byte, c *config.Config, l *nn.Loader) (tower.Vision, error) {
 // Bind binds the vision model's tensors under prefix (e.g. "model.visual.").
 func Bind(l *nn.Loader, prefix string, c Config) (*Tower, error) {
 	t := &Tower{c: c}
-	switch c.Act {
-	case "gelu_pytorch_tanh", "gelu_tanh", "gelu_new", "gelu_fast":
-		t.act = (*tensor.Graph).GELUTanh
-	case "gelu":
-		t.act = (*tensor.Graph).GELU
-	default:
-		return nil, fmt.Errorf("hidden_act %q is not supported (gelu_pytorch_tanh, gelu are)", c.Act)
+	act, err := tower.Activation(c.Act)
+	if err != nil {
+		return nil, fmt.Errorf("%w", err)
 	}
+	t.act = act
 	h, in := c.Hidden, c.patchDim()
 	pe := prefix + "patch_embed.proj."
 	if l.W.Has(pe + "scales") {

@@ -10,6 +10,7 @@ import (
 
 	"hearth/engine/nn"
 	"hearth/engine/tensor"
+	"hearth/engine/tower"
 	"hearth/media"
 )
 
@@ -92,14 +93,11 @@ type layer struct {
 // embedding is dense.
 func Bind(l *nn.Loader, prefix string, c Config) (*Tower, error) {
 	t := &Tower{c: c}
-	switch c.Act {
-	case "gelu_pytorch_tanh", "gelu_tanh", "gelu_new", "gelu_fast":
-		t.act = (*tensor.Graph).GELUTanh
-	case "gelu":
-		t.act = (*tensor.Graph).GELU
-	default:
-		return nil, fmt.Errorf("siglip: hidden_act %q is not supported (gelu_pytorch_tanh, gelu are)", c.Act)
+	act, err := tower.Activation(c.Act)
+	if err != nil {
+		return nil, fmt.Errorf("siglip: %w", err)
 	}
+	t.act = act
 	h, p, ch := c.Hidden, c.PatchSize, c.Channels
 	e := prefix + "embeddings."
 	if l.W.Has(e + "patch_embedding.scales") {
