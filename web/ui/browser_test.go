@@ -470,6 +470,18 @@ func TestBrowser(t *testing.T) {
 					chats[0].Status, chats[1].Status, strings.Contains(string(chats[1].Body), "image_url"))
 			}
 		}},
+		// The microphone: Chromium's fake device records a beep, and the
+		// clip goes out in its own container for the server to decode.
+		// chat-tiny takes no audio: the warning, then the server's 400.
+		{"record", 0, func(t *testing.T, res map[string]any, chats []chatRecord) {
+			wantChats(t, chats, 1)
+			if chats[0].Status != 400 || !strings.Contains(string(chats[0].Body), `"type":"input_audio"`) {
+				t.Errorf("the recording's request: status %d; want an input_audio part refused with 400", chats[0].Status)
+			}
+			if f := res["format"]; f != "webm" && f != "mp4" && f != "ogg" {
+				t.Errorf("the recording went out as %v; want webm, mp4 or ogg, undecoded", f)
+			}
+		}},
 		{"persist", 0, func(t *testing.T, res map[string]any, chats []chatRecord) { wantChats(t, chats, 2) }},
 		{"edit", 0, func(t *testing.T, res map[string]any, chats []chatRecord) { wantChats(t, chats, 4) }},
 		{"settings", 0, func(t *testing.T, res map[string]any, chats []chatRecord) {

@@ -90,8 +90,7 @@ func tone(rate, hz int, seconds float64) []byte {
 
 // screenshotReply is the scripted answer of the screenshot's stand-in
 // model: it describes the picture writeFixtures draws.
-const screenshotReply = "<think>The picture shows a sky fading from blue to orange, a pale sun low over the horizon, and two rows of green hills. I should describe it and note the colours.</think>" +
-	"It's a **sunset over rolling hills**, drawn in flat colours:\n\n" +
+const screenshotReply = "It's a **sunset over rolling hills**, drawn in flat colours:\n\n" +
 	"- The sky fades from deep blue at the top to warm orange near the horizon.\n" +
 	"- A pale yellow sun sits low on the right, half behind the hills.\n" +
 	"- Two layers of green hills fill the bottom third.\n\n" +
@@ -99,16 +98,17 @@ const screenshotReply = "<think>The picture shows a sky fading from blue to oran
 	"To make something similar in Python:\n\n```python\nfrom PIL import Image\n\nimg = Image.new(\"RGB\", (320, 200), \"#ffd678\")  # sun colour\nimg.save(\"sunset.png\")\n```"
 
 // TestDocsScreenshot makes docs/chat.png: a conversation with a dropped
-// image. No committed test model has a vision tower, so the page talks to
-// fakeAPI, whose model claims vision and streams a scripted reply; run it
-// on purpose with -chatpng.
+// image. The committed vision checkpoints are tiny and random, so their
+// replies are noise: the page talks to fakeAPI, whose model is listed as
+// Gemma 3 is (generic tier, vision, tools) and streams a scripted reply;
+// run it on purpose with -chatpng.
 func TestDocsScreenshot(t *testing.T) {
 	if *chatPNG == "" {
 		t.Skip("run with -chatpng=../../docs/chat.png to make the documentation screenshot")
 	}
 	browserNeeds(t)
 	api := newFakeAPI(screenshotReply, 15*time.Millisecond,
-		map[string]any{"id": "google/gemma-3-4b-it-4bit", "object": "model", "tier": "targeted", "capabilities": []string{"vision", "tools"},
+		map[string]any{"id": "mlx-community/gemma-3-4b-it-4bit", "object": "model", "tier": "generic", "capabilities": []string{"vision", "tools"},
 			"context_length": 8192, "fit": map[string]any{"status": "fits", "need_bytes": 3.4e9, "available_bytes": 11.8e9}},
 		map[string]any{"id": "Qwen/Qwen3-0.6B", "object": "model", "tier": "generic", "capabilities": []string{"tools"},
 			"context_length": 8192, "fit": map[string]any{"status": "fits", "need_bytes": 1.6e9, "available_bytes": 11.8e9}},
@@ -121,6 +121,6 @@ func TestDocsScreenshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	runDriver(t, "screenshot", srv.URL+"/", driverEnv{out: t.ArtifactDir(), image: image, audio: audio, shot: shot,
-		models: []string{"google/gemma-3-4b-it-4bit", "Qwen/Qwen3-0.6B"}})
+		models: []string{"mlx-community/gemma-3-4b-it-4bit", "Qwen/Qwen3-0.6B"}})
 	t.Logf("wrote %s", shot)
 }

@@ -7,9 +7,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
 
-/** ARGS are Chromium's flags: headless, no network of its own. */
+/**
+ * ARGS are Chromium's flags: headless, no network of its own, and a fake
+ * microphone (a steady beep) that needs no prompt, for the recorder.
+ */
 export const ARGS = [
   '--headless',
+  '--use-fake-device-for-media-stream',
+  '--use-fake-ui-for-media-stream',
   '--no-sandbox',
   '--disable-gpu',
   '--disable-quic',

@@ -41,7 +41,7 @@ let page;
 let code = 0;
 try {
   const context = await browser.newContext({ viewport: { width: 1200, height: 800 }, acceptDownloads: true });
-  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: new URL(base).origin });
+  await context.grantPermissions(['clipboard-read', 'clipboard-write', 'microphone'], { origin: new URL(base).origin });
   page = await context.newPage();
   page.setDefaultTimeout(20000);
   const w = watch(page, base);

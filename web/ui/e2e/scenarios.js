@@ -300,7 +300,6 @@ async function screenshot({ page, env }) {
   await dropFiles(page, [{ path: env.image, type: 'image/png' }]);
   await page.waitForSelector('#attachments .chip-image img');
   await answered(page, () => send(page, 'What is in this picture?'));
-  await page.locator('article.msg-assistant details.thinking summary').click();
   await page.mouse.move(0, 0);
   await page.evaluate(() => {
     document.getElementById('messages').scrollTop = 0;
@@ -354,4 +353,55 @@ async function thinking({ page, w, env }) {
   return { thought, requests: w.chats.length };
 }
 
-export const scenarios = { stream, stop, models, media, attach, persist, edit, screenshot, vision, thinking };
+// record records two seconds from the microphone (Chromium's fake device,
+// a beep) with the composer's record button: the clip waits as a chip with
+// a player, goes out as an input_audio part in its own container (WebM or
+// MP4, decoded by the server, not the page), and the model answers when it
+// takes audio; a model without audio gets the page's warning first.
+async function record({ page, w, env }) {
+  await ready(page, env.base);
+  const model = (await page.locator('#model-button .model-id').innerText()).trim();
+  const button = page.locator('#record-button');
+  await button.waitFor();
+  assert.equal(await button.getAttribute('aria-pressed'), 'false');
+  await button.click();
+  await page.waitForFunction(() => document.getElementById('record-button').getAttribute('aria-pressed') === 'true');
+  await page.waitForTimeout(2000);
+  assert.match(await button.innerText(), /^■ 0:0[1-3]$/, 'the button shows no running clock');
+  await button.click();
+  const chip = page.locator('#attachments .chip-audio');
+  await chip.waitFor();
+  const name = (await chip.locator('.chip-name').innerText()).trim();
+  assert.match(name, /^recording-\d{6}\.(webm|m4a|ogg)$/);
+  const caps = await page.evaluate(async (id) => {
+    const r = await fetch('v1/models');
+    const m = (await r.json()).data.find((x) => x.id === id);
+    return (m && m.capabilities) || [];
+  }, model);
+  const res = page.waitForResponse((r) => r.url().endsWith('/v1/chat/completions') && r.request().method() === 'POST');
+  await send(page, 'What did I say?');
+  if (!caps.includes('audio')) {
+    const notice = page.locator('#notice');
+    await notice.waitFor();
+    assert.match(await notice.locator('.notice-text').innerText(), /does not accept audio/);
+    await notice.getByRole('button', { name: 'Send anyway' }).click();
+  }
+  const status = (await res).status();
+  await settled(page);
+  const part = w.chats.at(-1).body.messages.at(-1).content.find((p) => p.type === 'input_audio');
+  assert.ok(part, 'no input_audio part');
+  const bytes = Buffer.from(part.input_audio.data, 'base64');
+  const [at, sig] = { webm: [0, '1a45dfa3'], mp4: [4, '66747970'], ogg: [0, '4f676753'] }[part.input_audio.format] || [0, 'unknown format'];
+  assert.equal(bytes.toString('hex', at, at + 4), sig, `a ${part.input_audio.format} recording that is not one`);
+  const user = page.locator('article.msg-user').last();
+  assert.equal(await user.locator('audio').count(), 1, 'the sent message has no player');
+  const out = { model, status, format: part.input_audio.format, bytes: bytes.length, capabilities: caps };
+  if (caps.includes('audio')) {
+    assert.equal(status, 200, 'the model takes audio but refused the recording');
+    assert.equal(await user.locator('.msg-rejected').count(), 0, 'the message was refused');
+    out.reply = (await lastReply(page).locator('.msg-body').innerText()).trim();
+  }
+  return out;
+}
+
+export const scenarios = { stream, stop, models, media, attach, persist, edit, screenshot, vision, thinking, record };

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { audioFormat, contentParts, encodeWAV, humanBytes, kindOf, missing, missingMessage } from '../../static/js/attach.js';
+import { audioFormat, contentParts, encodeWAV, humanBytes, kindOf, missing, missingMessage, recordingFormat, recordingType } from '../../static/js/attach.js';
 
 const img = { kind: 'image', name: 'a.png', mime: 'image/png', data: 'data:image/png;base64,iVBO' };
 const mp4 = { kind: 'video', name: 'a.mp4', mime: 'video/mp4', data: 'data:video/mp4;base64,AAAA' };
@@ -69,4 +69,16 @@ test('humanBytes', () => {
   assert.equal(humanBytes(6.1e9), '6.1 GB');
   assert.equal(humanBytes(820e6), '820 MB');
   assert.equal(humanBytes(undefined), '');
+});
+
+test('recording container', () => {
+  // MP4 first (both server decoders read it), then WebM/Opus, then Ogg.
+  assert.equal(recordingType(() => true), 'audio/mp4');
+  assert.equal(recordingType((t) => t.startsWith('audio/webm')), 'audio/webm;codecs=opus');
+  assert.equal(recordingType((t) => t.startsWith('audio/ogg')), 'audio/ogg;codecs=opus');
+  assert.equal(recordingType(() => false), '');
+  assert.equal(recordingFormat('audio/webm;codecs=opus'), 'webm');
+  assert.equal(recordingFormat('audio/mp4'), 'mp4');
+  assert.equal(recordingFormat('audio/ogg; codecs=opus'), 'ogg');
+  assert.equal(recordingFormat(''), 'webm');
 });

@@ -158,3 +158,30 @@ export async function fromFile(file) {
   }
   return { kind, name, mime: blob.type || (format === 'mp3' ? 'audio/mpeg' : 'audio/wav'), data: await readAsDataURL(blob), format };
 }
+
+/**
+ * recordingType is the container the microphone is recorded in: MP4 (AAC)
+ * where the browser can write it, since both of the server's decoders read
+ * it (ffmpeg, and afconvert on a Mac), else WebM (Opus), else the
+ * browser's default. The server decodes the recording: it is sent as is.
+ */
+export function recordingType(supported = (t) => window.MediaRecorder && MediaRecorder.isTypeSupported(t)) {
+  for (const t of ['audio/mp4', 'audio/webm;codecs=opus', 'audio/webm', 'audio/ogg;codecs=opus']) {
+    if (supported(t)) return t;
+  }
+  return '';
+}
+
+/** recordingFormat names a recording's container for the input_audio part ('mp4', 'webm', 'ogg'). */
+export function recordingFormat(mime) {
+  const m = (mime || '').split(';')[0].trim().toLowerCase();
+  return { 'audio/mp4': 'mp4', 'audio/webm': 'webm', 'audio/ogg': 'ogg' }[m] || 'webm';
+}
+
+/** fromRecording turns a microphone recording into an audio attachment. */
+export async function fromRecording(blob, name) {
+  if (blob.size === 0) throw new Error('The recording is empty: was the microphone muted?');
+  if (blob.size > MAX_BYTES) throw new Error(`The recording is ${humanBytes(blob.size)}; the limit is ${MAX_BYTES >> 20} MiB`);
+  const format = recordingFormat(blob.type);
+  return { kind: 'audio', name: `${name}.${format === 'mp4' ? 'm4a' : format}`, mime: blob.type || 'audio/webm', data: await readAsDataURL(blob), format };
+}

@@ -39,7 +39,7 @@ const view = new View($('messages'), {
   },
 });
 const composer = new Composer(
-  { form: $('composer'), input: $('composer-input'), fileInput: $('file-input'), attachButton: $('attach-button'), tray: $('attachments'), overlay: $('drop-overlay') },
+  { form: $('composer'), input: $('composer-input'), fileInput: $('file-input'), attachButton: $('attach-button'), recordButton: $('record-button'), tray: $('attachments'), overlay: $('drop-overlay') },
   { onSubmit: () => send(false), onError: (msg) => notice(msg, 'error'), onChange: () => attachWarning() },
 );
 const panel = new Panel($('models-panel'), $('models-button'), {
@@ -268,7 +268,7 @@ function send(force) {
   const atts = composer.attachments;
   if (!text && !atts.length) return;
   if (composer.busy) {
-    notice('Still reading the attachments; send again in a moment.', 'info');
+    notice(composer.recording ? 'Stop the recording first (the red button); it is then attached to the message.' : 'Still reading the attachments; send again in a moment.', 'info');
     return;
   }
   const c = app.current;
