@@ -61,32 +61,60 @@ func Quantize(w []float32, rows, cols int, q tensor.Quant, scaleDType tensor.DTy
 		}
 	}
 	gs := q.GroupSize
-	groups := cols / gs
-	rowBytes := cols * q.Bits / 8
-	ssz := scaleDType.Size()
-	out := tensor.Weight{
-		DType:      tensor.U32,
-		Shape:      []int{rows, cols},
-		Data:       make([]byte, rows*rowBytes),
-		Quant:      &tensor.Quant{Bits: q.Bits, GroupSize: gs},
-		Scales:     make([]byte, rows*groups*ssz),
-		Biases:     make([]byte, rows*groups*ssz),
-		ScaleDType: scaleDType,
-	}
+	out := NewAffine(rows, cols, q, scaleDType)
 	nBins := float32(int(1)<<q.Bits - 1)
 	for r := range rows {
-		row := out.Data[r*rowBytes : (r+1)*rowBytes]
-		for g := range groups {
+		for g := range cols / gs {
 			grp := w[r*cols+g*gs : r*cols+(g+1)*gs]
 			scale, bias := affineParams(grp, nBins)
 			for j, v := range grp {
-				putBits(row, g*gs+j, q.Bits, quantizeOne(v, scale, bias, nBins))
+				out.Put(r, g*gs+j, quantizeOne(v, scale, bias, nBins))
 			}
-			putScalar(out.Scales, r*groups+g, scale, scaleDType)
-			putScalar(out.Biases, r*groups+g, bias, scaleDType)
+			out.SetGroup(r, g, scale, bias)
 		}
 	}
-	return out, nil
+	return out.Weight, nil
+}
+
+// Affine is a quantized weight being written code by code: what Quantize
+// makes from floats, and what a converter makes from another format's
+// codes (engine/gguf).
+type Affine struct {
+	tensor.Weight
+	rowBytes, groups int
+}
+
+// NewAffine returns a zeroed [rows, cols] weight quantized as q with
+// scales and biases in scaleDType (F32, F16 or BF16). cols must be a
+// multiple of q.GroupSize and q valid (checkQuant).
+func NewAffine(rows, cols int, q tensor.Quant, scaleDType tensor.DType) *Affine {
+	groups := cols / q.GroupSize
+	rowBytes := cols * q.Bits / 8
+	ssz := scaleDType.Size()
+	return &Affine{
+		Weight: tensor.Weight{
+			DType:      tensor.U32,
+			Shape:      []int{rows, cols},
+			Data:       make([]byte, rows*rowBytes),
+			Quant:      &tensor.Quant{Bits: q.Bits, GroupSize: q.GroupSize},
+			Scales:     make([]byte, rows*groups*ssz),
+			Biases:     make([]byte, rows*groups*ssz),
+			ScaleDType: scaleDType,
+		},
+		rowBytes: rowBytes,
+		groups:   groups,
+	}
+}
+
+// Put sets element col of row to the code v (which must fit in the bits).
+func (a *Affine) Put(row, col int, v uint8) {
+	putBits(a.Data[row*a.rowBytes:(row+1)*a.rowBytes], col, a.Quant.Bits, v)
+}
+
+// SetGroup sets the scale and bias of group g of row.
+func (a *Affine) SetGroup(row, g int, scale, bias float32) {
+	putScalar(a.Scales, row*a.groups+g, scale, a.ScaleDType)
+	putScalar(a.Biases, row*a.groups+g, bias, a.ScaleDType)
 }
 
 // affineParams computes one group's scale and bias (see Quantize).
