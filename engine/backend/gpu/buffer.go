@@ -2,6 +2,8 @@ package gpu
 
 import (
 	"fmt"
+	"runtime/debug"
+	"sync"
 	"unsafe"
 
 	"github.com/cogentcore/webgpu/wgpu"
@@ -359,13 +361,45 @@ func (b *Backend) mapBytes(src *wgpu.Buffer, off uint64, dst []byte) error {
 	mapSize := (size + 7) &^ 7
 	var status wgpu.BufferMapAsyncStatus
 	done := false
+	release := holdGC()
 	if err := src.MapAsync(wgpu.MapModeRead, off, mapSize, func(s wgpu.BufferMapAsyncStatus) { status, done = s, true }); err != nil {
+		release()
 		return fmt.Errorf("read: %w", err)
 	}
 	b.waitUntil(func(bool) bool { return done })
+	release()
 	if status != wgpu.BufferMapAsyncStatusSuccess {
 		return fmt.Errorf("read: mapping the result failed (status %d; device lost?)", status)
 	}
 	copy(dst, src.GetMappedRange(uint(off), uint(mapSize)))
 	return src.Unmap()
+}
+
+// gcHold keeps the garbage collector off while a buffer mapping is in
+// flight. cogentcore/webgpu v0.23.0's MapAsync hands C the address of a
+// heap-allocated cgo.Handle that nothing in Go keeps alive (upstream issue
+// #6): a collection between MapAsync and its callback can free and reuse
+// it, and the callback then panics with "misuse of an invalid Handle" (seen
+// in engine/bench's gpu tests). No release with the fix is served, so the
+// window is closed here instead: counted, since backends read at once.
+var gcHold struct {
+	sync.Mutex
+	n, percent int
+}
+
+// holdGC turns collection off until every returned release has run.
+func holdGC() (release func()) {
+	gcHold.Lock()
+	if gcHold.n == 0 {
+		gcHold.percent = debug.SetGCPercent(-1)
+	}
+	gcHold.n++
+	gcHold.Unlock()
+	return func() {
+		gcHold.Lock()
+		if gcHold.n--; gcHold.n == 0 {
+			debug.SetGCPercent(gcHold.percent)
+		}
+		gcHold.Unlock()
+	}
 }
