@@ -254,10 +254,11 @@ func modelRow(s menuState, r registry.Record, loaded pool.Status, isLoaded bool)
 }
 
 // mediaCaps names the capabilities beyond text and tools a model has
-// (vision, video, audio), as the menu shows them; "" for none.
+// (vision, video, audio, transcription), as the menu shows them; "" for
+// none.
 func mediaCaps(caps []string) string {
 	var out []string
-	for _, c := range []string{"vision", "video", "audio"} {
+	for _, c := range []string{"vision", "video", "audio", "transcription"} {
 		if slices.Contains(caps, c) {
 			out = append(out, c)
 		}

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"hearth/assets"
+	"hearth/engine"
 	"hearth/engine/fit"
 	"hearth/engine/pool"
 	"hearth/engine/registry"
@@ -39,6 +40,19 @@ func (c *cli) resolveModel(name string) (pool.Model, error) {
 		return pool.Model{}, err
 	}
 	return admit(rec, 0)
+}
+
+// loadDraft loads the draft model --draft names, as --model is resolved
+// (a cached repo, a short name or a directory, checked to fit), on the
+// target's backend. It stays loaded for the process; each runner drafts
+// with it through a sequence of its own where the tokenizers agree
+// (engine.RunnerOptions.DraftModel).
+func (c *cli) loadDraft(name string, opt engine.Options) (*engine.Model, error) {
+	m, err := c.resolveModel(name)
+	if err != nil {
+		return nil, err
+	}
+	return engine.Load(m.Dir, opt)
 }
 
 // registryResolve is the server's resolver: names from HTTP requests reach

@@ -39,3 +39,26 @@ func TestRunShowsThinking(t *testing.T) {
 		t.Errorf("stdout %q, want the thinking between Thinking... and ...done thinking.", o)
 	}
 }
+
+// TestRunWithDraftModel: hearth run --draft DIR drafts with that model
+// (here the target itself, whose every guess stands) and prints what plain
+// decoding prints; a draft that is not a model is refused by name.
+func TestRunWithDraftModel(t *testing.T) {
+	args := []string{"run", "--temperature", "0", "--max-tokens", "12", chatTinyDir, "hello"}
+	c, plain, _ := newCLI(t, "", nil)
+	if err := c.run(args); err != nil {
+		t.Fatal(err)
+	}
+	c, drafted, _ := newCLI(t, "", nil)
+	if err := c.run(append([]string{"run", "--draft", chatTinyDir}, args[1:]...)); err != nil {
+		t.Fatal(err)
+	}
+	if drafted.String() != plain.String() || plain.String() == "" {
+		t.Errorf("with --draft: %q; plain: %q", drafted.String(), plain.String())
+	}
+	c, _, _ = newCLI(t, "", nil)
+	err := c.run(append([]string{"run", "--draft", filepath.Join(t.TempDir(), "nothing")}, args[1:]...))
+	if err == nil || !strings.Contains(err.Error(), "--draft") {
+		t.Errorf("a draft that is not a model: %v", err)
+	}
+}

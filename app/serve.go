@@ -27,6 +27,8 @@ type runnerFlags struct {
 	threads, ctx *int
 	backend      *string
 	draft        *string
+	// loadDraft loads the draft model --draft names (cli.loadDraft).
+	loadDraft func(name string, opt engine.Options) (*engine.Model, error)
 }
 
 func (c *cli) runnerFlags(fs interface {
@@ -38,10 +40,11 @@ func (c *cli) runnerFlags(fs interface {
 		backend = "auto"
 	}
 	return runnerFlags{
-		threads: fs.Int("threads", 0, "CPU threads (0 = all cores)"),
-		ctx:     fs.Int("ctx", 0, "context length in tokens (0 = the smaller of 8192 and the model's)"),
-		backend: fs.String("backend", backend, "auto (a real GPU when there is one, else the CPU), gpu or cpu (env HEARTH_BACKEND)"),
-		draft:   fs.String("draft", "none", "speculative decoding: ngram (drafts from the prompt and answer so far) or none; off by default until benchmarks show a win"),
+		loadDraft: c.loadDraft,
+		threads:   fs.Int("threads", 0, "CPU threads (0 = all cores)"),
+		ctx:       fs.Int("ctx", 0, "context length in tokens (0 = the smaller of 8192 and the model's)"),
+		backend:   fs.String("backend", backend, "auto (a real GPU when there is one, else the CPU), gpu or cpu (env HEARTH_BACKEND)"),
+		draft:     fs.String("draft", "none", "speculative decoding: ngram (drafts from the prompt and answer so far), a draft model sharing the target's tokenizer (a name as for --model), or none; off by default until benchmarks show a win"),
 	}
 }
 
@@ -56,7 +59,14 @@ func (f runnerFlags) options(queue int) (engine.RunnerOptions, error) {
 		case "ngram":
 			opt.Draft = draft.DefaultNGram
 		default:
-			return opt, fmt.Errorf("--draft %q: expected ngram or none", *f.draft)
+			if f.loadDraft == nil {
+				return opt, fmt.Errorf("--draft %q: expected ngram or none", *f.draft)
+			}
+			m, err := f.loadDraft(*f.draft, opt.Options)
+			if err != nil {
+				return opt, fmt.Errorf("--draft %q: %w", *f.draft, err)
+			}
+			opt.DraftModel = m
 		}
 	}
 	return opt, nil

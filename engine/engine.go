@@ -17,6 +17,7 @@ import (
 	"hearth/engine/tensor"
 	"hearth/engine/tower"
 	"hearth/engine/weights"
+	"hearth/engine/whisper"
 )
 
 // Options configure a load.
@@ -45,6 +46,7 @@ type Model struct {
 	device     string // the GPU adapter's name, when on the GPU
 	impl       family.Model
 	vision     tower.Vision // nil: no vision tower loaded
+	audio      tower.Audio  // nil: no audio tower loaded
 	set        *weights.Set
 	chunk      int
 	sync       bool // Options.Unpipelined
@@ -54,6 +56,11 @@ type Model struct {
 // safetensors, uploads every tensor the family binds, and audits that
 // nothing is missing or left over.
 func Load(dir string, opt Options) (*Model, error) {
+	if whisper.Detect(dir) {
+		// An encoder–decoder speech model: engine/whisper runs it, behind
+		// its own route, not the text decoder's.
+		return nil, fmt.Errorf("load %s: %w: model_type \"whisper\" is a speech-to-text model; send its audio to POST /v1/audio/transcriptions", dir, family.ErrUnsupported)
+	}
 	ck, err := checkpoint.Read(dir)
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", dir, err)
@@ -95,6 +102,10 @@ func LoadCheckpoint(ck *checkpoint.Checkpoint, opt Options) (*Model, error) {
 	if err != nil {
 		return fail(err)
 	}
+	audio, err := loadAudio(ck, fam, loader)
+	if err != nil {
+		return fail(err)
+	}
 	if err := binder.Audit(impl.AuditIgnore()); err != nil {
 		return fail(err)
 	}
@@ -111,13 +122,17 @@ func LoadCheckpoint(ck *checkpoint.Checkpoint, opt Options) (*Model, error) {
 	if chunk <= 0 {
 		chunk = 512
 	}
-	return &Model{Checkpoint: ck, Family: fam, backend: b, device: device, impl: impl, vision: vision, set: set, chunk: chunk, sync: opt.Unpipelined}, nil
+	return &Model{Checkpoint: ck, Family: fam, backend: b, device: device, impl: impl, vision: vision, audio: audio, set: set, chunk: chunk, sync: opt.Unpipelined}, nil
 }
 
 // EmulatedNote ends the device name of a GPU backend whose adapter is a
 // software emulation on the CPU (lavapipe): right, but slower than the cpu
 // backend, so the start lines that print Model.Backend say so.
 const EmulatedNote = "emulated on the CPU: for tests, slower than --backend cpu"
+
+// NewBackend is the backend Load would pick for opt, with its device name
+// ("" for the CPU): models run outside Load (Whisper) take theirs here.
+func NewBackend(opt Options) (tensor.Backend, string, error) { return newBackend(opt) }
 
 // newBackend picks the backend opt asks for; auto takes a real GPU when
 // there is one and the CPU otherwise.
@@ -174,6 +189,14 @@ func (m *Model) NewSequence(ctxTokens int) (*Sequence, error) {
 	chunk := m.chunk
 	if m.vision != nil {
 		chunk = max(chunk, m.vision.Prompt().Tokens)
+		// a tower whose count depends on the picture may bound it
+		// (Gemma 4's, whose decoder has rotating caches)
+		if mt, ok := m.vision.(interface{ MaxTokens() int }); ok {
+			chunk = max(chunk, mt.MaxTokens())
+		}
+	}
+	if m.audio != nil {
+		chunk = max(chunk, m.audio.MaxTokens()) // a clip goes through whole too
 	}
 	caches, err := m.impl.NewCaches(m.backend, ctxTokens, chunk)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -13,27 +14,34 @@ import (
 	"hearth/engine/toolcall"
 )
 
-// prompt turns the request into token ids, and the rows where each of
-// its pictures' soft tokens start.
-func (r *Runner) prompt(ctx context.Context, req *Request) ([]int32, []int, error) {
-	if len(req.Images) > 0 && r.imgProc == nil {
-		if r.visionErr != nil {
-			return nil, nil, &RequestError{fmt.Errorf("model %q takes no images: its vision tower loaded, but not its image processor: %w", r.id, r.visionErr)}
+// prompt turns the request into token ids, with where each of its
+// pictures' and clips' soft tokens start.
+func (r *Runner) prompt(ctx context.Context, req *Request) (*Placed, error) {
+	if (len(req.Images) > 0 || len(req.Videos) > 0) && r.imgProc == nil {
+		what := "images"
+		if len(req.Images) == 0 {
+			what = "video"
 		}
-		return nil, nil, &RequestError{fmt.Errorf("model %q takes no images", r.id)}
+		if r.visionErr != nil {
+			return nil, &RequestError{fmt.Errorf("model %q takes no %s: its vision tower loaded, but not its image processor: %w", r.id, what, r.visionErr)}
+		}
+		return nil, &RequestError{fmt.Errorf("model %q takes no %s", r.id, what)}
 	}
 	if req.PromptIDs == nil {
-		return r.Prompter().PromptImages(ctx, req)
+		return r.Prompter().PromptMedia(ctx, req)
 	}
-	if len(req.Images) > 0 {
-		return nil, nil, &RequestError{fmt.Errorf("images go in messages, as image parts; model %q got %d with prompt ids", r.id, len(req.Images))}
+	if len(req.Images) > 0 || len(req.Videos) > 0 {
+		return nil, &RequestError{fmt.Errorf("images and video go in messages, as media parts; model %q got %d with prompt ids", r.id, len(req.Images)+len(req.Videos))}
+	}
+	if len(req.Audio) > 0 {
+		return nil, &RequestError{fmt.Errorf("audio goes in messages, as input_audio parts; model %q got %d clips with prompt ids", r.id, len(req.Audio))}
 	}
 	for _, id := range req.PromptIDs {
 		if id < 0 || int(id) >= r.model.Checkpoint.Config.VocabSize {
-			return nil, nil, &RequestError{fmt.Errorf("token id %d is outside the vocabulary [0, %d)", id, r.model.Checkpoint.Config.VocabSize)}
+			return nil, &RequestError{fmt.Errorf("token id %d is outside the vocabulary [0, %d)", id, r.model.Checkpoint.Config.VocabSize)}
 		}
 	}
-	return req.PromptIDs, nil, nil
+	return &Placed{IDs: req.PromptIDs}, nil
 }
 
 // bigRequestBytes is the size of prompt text from which a request returns
@@ -44,6 +52,9 @@ const bigRequestBytes = 8 << 20
 // run executes one request on the worker goroutine.
 func (r *Runner) run(j *job) (Usage, error) {
 	req := &j.req
+	if req.embed != nil {
+		return r.runEmbed(j)
+	}
 	start := time.Now()
 	if len(req.Messages)+len(req.Prompt) >= bigRequestBytes {
 		// Decoding and rendering a request this big leaves garbage of
@@ -53,10 +64,11 @@ func (r *Runner) run(j *job) (Usage, error) {
 		// server's RSS up.
 		defer debug.FreeOSMemory()
 	}
-	ids, imageRows, err := r.prompt(j.ctx, req)
+	placed, err := r.prompt(j.ctx, req)
 	if err != nil {
 		return Usage{}, err
 	}
+	ids := placed.IDs
 	ctxTokens := r.info.ContextTokens
 	u := Usage{PromptTokens: len(ids)}
 	j.promptTokens.Store(int64(len(ids)))
@@ -73,7 +85,11 @@ func (r *Runner) run(j *job) (Usage, error) {
 	if maxNew <= 0 {
 		return u, &ContextError{PromptTokens: len(ids), ContextTokens: ctxTokens}
 	}
-	seq, err := r.sequence(ids, len(ids)+maxNew, len(req.Images) > 0)
+	media := len(req.Images)+len(req.Videos)+len(req.Audio) > 0
+	if req.PromptLogprobs && media {
+		return u, &RequestError{errors.New("prompt logprobs (echo) are not available for prompts with images, video or audio")}
+	}
+	seq, err := r.sequence(ids, len(ids)+maxNew, media || req.PromptLogprobs)
 	if err != nil {
 		return u, err
 	}
@@ -88,10 +104,29 @@ func (r *Runner) run(j *job) (Usage, error) {
 			seq.Close()
 		}
 	}()
-	if err := r.addImages(j.ctx, seq, req.Images, imageRows); err != nil {
+	if err := r.addImages(j.ctx, seq, req.Images, placed.ImagePixels, placed.ImageRows); err != nil {
+		return u, err
+	}
+	if err := r.addClips(j.ctx, seq, placed.Clips, placed.ClipRows); err != nil {
+		return u, err
+	}
+	if err := r.addAudio(j.ctx, seq, placed.Audio, placed.AudioRows); err != nil {
 		return u, err
 	}
 	u.CachedTokens = seq.Len()
+	if req.PromptLogprobs {
+		lps, err := r.promptLogprobs(j.ctx, seq, ids, req.TopLogprobs)
+		if err != nil {
+			return u, err
+		}
+		if err := j.send(Delta{PromptLogprobs: lps}); err != nil {
+			return u, err
+		}
+		if req.ScoreOnly {
+			u.FinishReason = "length"
+			return u, nil // the sequence holds all but the last token: not kept
+		}
+	}
 
 	dec, err := r.newDecoder(j.ctx, seq, req, ids)
 	if err != nil {
@@ -153,6 +188,35 @@ func (r *Runner) logprob(chosen sample.Logprob, top []sample.Logprob) *TokenLogp
 		lp.Top = append(lp.Top, TokenLogprob{ID: t.ID, Token: piece(t.ID), Logprob: t.Logprob})
 	}
 	return lp
+}
+
+// promptChunk is how many prompt tokens promptLogprobs runs at a time:
+// their logits (chunk × vocabulary floats) are read back whole.
+const promptChunk = 32
+
+// promptLogprobs runs every prompt token but the last through seq with
+// logits for each, and returns each prompt token's logprob given the ones
+// before it (the first has none: NaN). The last token is left for the
+// decoder, whose pass gives the first generated token.
+func (r *Runner) promptLogprobs(ctx context.Context, seq *Sequence, ids []int32, top int) ([]TokenLogprob, error) {
+	out := make([]TokenLogprob, 0, len(ids))
+	out = append(out, TokenLogprob{ID: ids[0], Token: r.tok.Decode(ids[:1], false), Logprob: float32(math.NaN())})
+	vocab := 0
+	for at := 0; at < len(ids)-1; at += promptChunk {
+		end := min(at+promptChunk, len(ids)-1)
+		logits, err := seq.Forward(ctx, ids[at:end], true)
+		if err != nil {
+			return nil, err
+		}
+		if vocab == 0 {
+			vocab = len(logits) / (end - at)
+		}
+		for i := range end - at {
+			next := ids[at+i+1]
+			out = append(out, *r.logprob(sample.LogSoftmax(logits[i*vocab:(i+1)*vocab], next, top)))
+		}
+	}
+	return out, nil
 }
 
 // textOut turns generated tokens into deltas: streaming detokenization,

@@ -21,6 +21,11 @@ type Request struct {
 	// in Messages, where each is a {"type": "image"} part for the chat
 	// template. A model without a vision tower refuses them.
 	Images []media.Image
+	// Videos are the request's clips, in order, where each is a
+	// {"type": "video"} part: the frames sampled from it
+	// (media.VideoFrames). A model whose tower takes no video refuses
+	// them.
+	Videos [][]media.Frame
 	// Audio are the request's sound clips, in order, where each is a
 	// {"type": "audio"} part. A model without an audio tower refuses them.
 	Audio []media.Audio
@@ -41,6 +46,18 @@ type Request struct {
 	Sample      sample.Options
 	Logprobs    bool
 	TopLogprobs int
+	// PromptLogprobs asks for each prompt token's logprob given the tokens
+	// before it (with TopLogprobs alternatives), sent in the first Delta
+	// (OpenAI's echo with logprobs). The prompt is then computed whole,
+	// not read from the prompt cache; media prompts are refused.
+	PromptLogprobs bool
+	// ScoreOnly ends the request after the prompt: nothing is generated
+	// (echo with max_tokens 0, to score a text).
+	ScoreOnly bool
+
+	// embed makes the job an embeddings one (Runner.Embed): it shares
+	// the queue, not the generation.
+	embed *embedTask
 }
 
 // Delta is a piece of the answer. Content is text safe to show (never half
@@ -52,6 +69,9 @@ type Delta struct {
 	Content   string
 	ToolCalls []toolcall.Call
 	Logprobs  []TokenLogprob
+	// PromptLogprobs are the prompt's tokens with Request.PromptLogprobs;
+	// the first token, which nothing predicts, has Logprob NaN.
+	PromptLogprobs []TokenLogprob
 }
 
 // TokenLogprob is one generated token with its log-probability and the most

@@ -10,12 +10,14 @@ import (
 
 	"hearth/engine/config"
 	"hearth/engine/draft"
+	"hearth/engine/embedding"
 	"hearth/engine/family"
 	"hearth/engine/reasoning"
 	"hearth/engine/sample"
 	"hearth/engine/template"
 	"hearth/engine/tokenizer"
 	"hearth/engine/toolcall"
+	"hearth/media"
 )
 
 // Runner is a loaded model ready to serve: weights, tokenizer, chat
@@ -38,6 +40,10 @@ type Runner struct {
 	// model takes none (visionErr says why, when it has a tower).
 	imgProc   imageProcessor
 	visionErr error
+	// embed is the checkpoint's sentence-transformers pooling (Embed);
+	// nil when it has none or the family gives no hidden states (embedErr).
+	embed    *embedding.Config
+	embedErr error
 
 	queueLen int
 	mu       sync.Mutex
@@ -57,6 +63,11 @@ type RunnerOptions struct {
 	// Draft, when set, drafts tokens for speculative decoding of every
 	// request that does not turn it off (docs/design/speculative.md).
 	Draft draft.Source
+	// DraftModel, when set and Draft is not, drafts with that model
+	// (ModelDraft, a sequence of its own per runner) where its tokenizer
+	// is the target's; for any other target the runner decodes plainly
+	// and Info.DraftNote says why. The caller owns the model.
+	DraftModel *Model
 	// PromptCacheBytes bounds the finished sequences kept for reuse by
 	// later prompts that start the same way (PromptCache): 0 keeps one
 	// sequence of the whole context, the usual multi-turn chat; a negative
@@ -78,6 +89,16 @@ type Info struct {
 	Params        int64
 	WeightBytes   int64
 	Quantization  string
+	// AudioSeconds is the longest sound clip the model hears whole (0: it
+	// takes no audio); a longer one is cut there.
+	AudioSeconds float64
+	// VideoSampling, when not nil, is how the model's video processor
+	// samples a clip's frames (Gemma 4's: num_frames evenly); nil takes
+	// media.VideoFrames' default (Qwen3-VL's).
+	VideoSampling *media.VideoOptions
+	// DraftNote says why a draft model given to the runner does not draft
+	// for it ("" when it does, or none was given).
+	DraftNote string
 }
 
 // Open loads dir (config, weights, tokenizer, chat template) and starts the
@@ -142,6 +163,13 @@ func newRunner(dir string, m *Model, opt RunnerOptions) (*Runner, error) {
 			imgProc = nil
 		}
 	}
+	if m.HasAudio() {
+		caps |= family.Audio
+	}
+	embed, embedErr := embedConfig(dir, m)
+	if embed != nil {
+		caps |= family.Embeddings
+	}
 	queueLen := opt.QueueLen
 	if queueLen <= 0 {
 		queueLen = 64
@@ -149,6 +177,7 @@ func newRunner(dir string, m *Model, opt RunnerOptions) (*Runner, error) {
 	r := &Runner{
 		id: id, model: m, tok: tok, tmpl: tmpl,
 		imgProc: imgProc, visionErr: visionErr,
+		embed: embed, embedErr: embedErr,
 		eos:      map[int32]bool{},
 		draft:    opt.Draft,
 		queueLen: queueLen,
@@ -164,6 +193,9 @@ func newRunner(dir string, m *Model, opt RunnerOptions) (*Runner, error) {
 		if r.tools != "" {
 			caps |= family.Tools
 		}
+		if r.think.Marked() {
+			caps |= family.Thinking
+		}
 	}
 	for _, e := range c.EOSTokenIDs {
 		r.eos[int32(e)] = true
@@ -175,10 +207,39 @@ func newRunner(dir string, m *Model, opt RunnerOptions) (*Runner, error) {
 		ID: id, Dir: dir, ModelType: c.ModelType, Family: m.Family.Name, Tier: string(m.Family.Tier),
 		Fidelity: m.Family.Fidelity, Capabilities: append([]string{}, caps.Names()...), Backend: m.Backend(),
 		ContextTokens: ctxTokens, Params: sum.ParamCount, WeightBytes: sum.Bytes, Quantization: m.Checkpoint.Quantization(),
+		AudioSeconds: m.AudioSeconds(),
+	}
+	if _, ok := r.clips(); ok {
+		r.info.Capabilities = append(r.info.Capabilities, "video")
+		if o, ok := r.imgProc.(*media.ImageProcessor).VideoProcessor.SampleOptions(); ok {
+			r.info.VideoSampling = &o
+		}
+	}
+	if opt.DraftModel != nil && r.draft == nil {
+		if err := r.useDraftModel(opt.DraftModel); err != nil {
+			r.info.DraftNote = fmt.Sprintf("not drafting with %s: %v", filepath.Base(opt.DraftModel.Checkpoint.Dir), err)
+		}
 	}
 	r.wg.Add(1)
 	go r.loop()
 	return r, nil
+}
+
+// useDraftModel drafts with m when its vocabulary is the runner's.
+func (r *Runner) useDraftModel(m *Model) error {
+	dtok, err := tokenizer.Load(m.Checkpoint.Dir)
+	if err != nil {
+		return err
+	}
+	if err := SameVocabulary(r.tok, dtok); err != nil {
+		return err
+	}
+	md, err := NewModelDraft(m, r.info.ContextTokens)
+	if err != nil {
+		return err
+	}
+	r.draft = md
+	return nil
 }
 
 // Info describes the model.
@@ -209,6 +270,9 @@ func (r *Runner) Tokenizer() *tokenizer.Tokenizer { return r.tok }
 func (r *Runner) Close() error {
 	r.stopOnce.Do(func() { close(r.stop) })
 	r.wg.Wait()
+	if md, ok := r.draft.(*ModelDraft); ok {
+		md.Close()
+	}
 	if r.cache != nil {
 		r.cache.Close()
 	}

@@ -128,8 +128,15 @@ func (sp *speculative) next(more bool) (int32, *TokenLogprob, error) {
 func (sp *speculative) pass(more bool) error {
 	var drafts []int32
 	// A pass fits in the context and in one chunk: a sliding-window
-	// cache can drop at most a chunk's worth of its newest tokens.
+	// cache can drop at most a chunk's worth of its newest tokens. It
+	// does not straddle a LongRoPE switch either, where it would rotate
+	// the positions before the switch with the long table.
 	room := min(sp.seq.cap-sp.seq.Len(), sp.seq.m.chunk) - 1
+	if rs, ok := sp.seq.m.impl.(interface{ RopeSwitch() int }); ok {
+		if at, pos := rs.RopeSwitch(), sp.seq.Len(); pos < at {
+			room = min(room, at-pos-1)
+		}
+	}
 	switch {
 	case !more || room <= 0:
 	case sp.pause > 0:

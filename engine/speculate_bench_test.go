@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 // copies from it (editing a text) and for a question.
 //
 //	go test ./engine -run '^$' -bench Speculative -benchtime 5x
+//	HEARTH_DRAFT_MODEL=DIR go test ./engine -run '^$' -bench Speculative -benchtime 5x
 func BenchmarkSpeculative(b *testing.B) {
 	dir := filepath.Join("..", "assets", "starter")
 	plain, err := engine.Open(dir, engine.RunnerOptions{})
@@ -29,16 +31,38 @@ func BenchmarkSpeculative(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer spec.Close()
+	runners := []struct {
+		name string
+		r    *engine.Runner
+	}{{"plain", plain}, {"ngram", spec}}
+	// HEARTH_DRAFT_MODEL names a draft model for the starter (e.g. its
+	// own weights at 4 bits: docs/benchmarks.md says how it was made).
+	if dd := os.Getenv("HEARTH_DRAFT_MODEL"); dd != "" {
+		dm, err := engine.Load(dd, engine.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer dm.Close()
+		withModel, err := engine.Open(dir, engine.RunnerOptions{DraftModel: dm})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer withModel.Close()
+		if note := withModel.Info().DraftNote; note != "" {
+			b.Fatal(note)
+		}
+		runners = append(runners, struct {
+			name string
+			r    *engine.Runner
+		}{"model", withModel})
+	}
 	prompts := map[string]string{
 		"edit": `Fix the typo in this sentence and write it out again: "Hearth runs models from the Hugging Face cache on your own machine, and the web chat stremas answers as they are generated."`,
 		"ask":  "How do I pull a bigger model with Hearth?",
 	}
 	for name, p := range prompts {
 		msgs, _ := json.Marshal([]map[string]string{{"role": "user", "content": p}})
-		for _, r := range []struct {
-			name string
-			r    *engine.Runner
-		}{{"plain", plain}, {"ngram", spec}} {
+		for _, r := range runners {
 			b.Run(name+"/"+r.name, func(b *testing.B) {
 				var tokens, drafted, accepted int
 				var decode time.Duration

@@ -56,9 +56,9 @@ func (m *Model) ImageGrid(px media.Pixels) [3]int {
 // tower.
 var ErrNoVision = errors.New("the model has no vision tower")
 
-// EncodeImage runs the vision tower over one picture's pixel values (the
-// model's processor's output) and returns its soft tokens, [tokens,
-// hidden] row by row.
+// EncodeImage runs the vision tower over one picture's (or clip's) pixel
+// values (the model's processor's output) and returns its soft tokens,
+// [tokens, hidden] row by row.
 func (m *Model) EncodeImage(ctx context.Context, px media.Pixels) ([]float32, error) {
 	if m.vision == nil {
 		return nil, ErrNoVision
@@ -174,19 +174,22 @@ func (s *Sequence) batch(g *tensor.Graph, tokens []int32, ids tensor.T) (*family
 	return b, nil
 }
 
-// addImages preprocesses each picture, runs the vision tower over it and
-// makes seq's prompt pass take its soft tokens at rows[i].
-func (r *Runner) addImages(ctx context.Context, seq *Sequence, images []media.Image, rows []int) error {
+// addImages runs the vision tower over each picture (preprocessed now
+// unless prompting did, pixels[i]) and makes seq's prompt pass take its
+// soft tokens at rows[i].
+func (r *Runner) addImages(ctx context.Context, seq *Sequence, images []media.Image, pixels []media.Pixels, rows []int) error {
 	if len(images) != len(rows) {
 		return fmt.Errorf("%d images for %d image positions", len(images), len(rows))
 	}
 	for i, img := range images {
-		px, err := r.imgProc.Image(img)
-		if err != nil {
-			if errors.Is(err, media.ErrMedia) {
-				return &RequestError{fmt.Errorf("image %d: %w", i+1, err)}
+		var px media.Pixels
+		if i < len(pixels) && pixels[i].Data != nil {
+			px = pixels[i]
+		} else {
+			var err error
+			if px, err = r.imgProc.Image(img); err != nil {
+				return mediaError("image", i, err)
 			}
-			return fmt.Errorf("image %d: %w", i+1, err)
 		}
 		embeds, err := r.model.EncodeImage(ctx, px)
 		if err != nil {
@@ -197,4 +200,86 @@ func (r *Runner) addImages(ctx context.Context, seq *Sequence, images []media.Im
 		}
 	}
 	return nil
+}
+
+// VideoPrompt is how the model's prompts hold clips; ok is false when its
+// vision tower takes none.
+func (m *Model) VideoPrompt() (p tower.VideoPrompt, ok bool) {
+	if cv, ok := m.vision.(tower.Clips); ok {
+		return cv.VideoPrompt(), true
+	}
+	return tower.VideoPrompt{}, false
+}
+
+// clips is how the model's prompts hold clips, ok when both its tower
+// and its checkpoint's processor take video.
+func (r *Runner) clips() (tower.VideoPrompt, bool) {
+	vp, ok := r.model.VideoPrompt()
+	ip, isMedia := r.imgProc.(*media.ImageProcessor)
+	return vp, ok && isMedia && ip.VideoProcessor != nil
+}
+
+// clip runs the checkpoint's video processor over a clip's frames.
+func (r *Runner) clip(frames []media.Frame) (Clip, error) {
+	ip := r.imgProc.(*media.ImageProcessor)
+	px, err := ip.Video(frames)
+	if err != nil {
+		return Clip{}, err
+	}
+	return Clip{Pixels: px, Grid: r.model.ImageGrid(px), Times: media.VideoTimestamps(frames, ip.VideoProcessor.TemporalPatchSize)}, nil
+}
+
+// addClips runs the vision tower over each clip and makes seq's prompt
+// pass take each temporal patch's soft tokens at its row, as a picture of
+// one frame: Qwen's get_rope_index places the patches apart, each at its
+// own start, since the prompt writes them apart.
+func (r *Runner) addClips(ctx context.Context, seq *Sequence, clips []Clip, rows [][]int) error {
+	if len(clips) != len(rows) {
+		return fmt.Errorf("%d videos for %d video positions", len(clips), len(rows))
+	}
+	hidden := r.model.Checkpoint.Config.HiddenSize
+	for i, c := range clips {
+		embeds, err := r.model.encodeClip(ctx, c.Pixels)
+		if err != nil {
+			return fmt.Errorf("video %d: %w", i+1, err)
+		}
+		gt, per := c.Grid[0], c.Grid[1]*c.Grid[2]*hidden
+		if len(rows[i]) != gt || len(embeds) != gt*per {
+			return fmt.Errorf("video %d: %d values for %d rows of a %v grid", i+1, len(embeds), len(rows[i]), c.Grid)
+		}
+		for k := 0; k < gt; k++ {
+			m := Media{Pos: rows[i][k], Embeds: embeds[k*per : (k+1)*per], Grid: [3]int{1, c.Grid[1], c.Grid[2]}}
+			if err := seq.AddMedia(m); err != nil {
+				return fmt.Errorf("video %d: %w", i+1, err)
+			}
+		}
+	}
+	return nil
+}
+
+// encodeClip runs the vision tower over a clip: whole, or, for a tower
+// that takes a clip's frames as pictures (tower.VideoPrompt.Frames, Gemma
+// 4's get_video_features), one frame at a time, the frames' soft tokens
+// in turn.
+func (m *Model) encodeClip(ctx context.Context, px media.Pixels) ([]float32, error) {
+	vp, _ := m.VideoPrompt()
+	t := px.Grid[0]
+	if !vp.Frames || t <= 1 {
+		return m.EncodeImage(ctx, px)
+	}
+	if len(px.Shape) != 2 || px.Shape[0]%t != 0 || len(px.Data) != px.Shape[0]*px.Shape[1] {
+		return nil, fmt.Errorf("vision tower: clip pixel values %v (%d values) are not %d frames' rows", px.Shape, len(px.Data), t)
+	}
+	rows := px.Shape[0] / t
+	per := rows * px.Shape[1]
+	var out []float32
+	for f := range t {
+		frame := media.Pixels{Data: px.Data[f*per : (f+1)*per], Shape: []int{rows, px.Shape[1]}, Grid: [3]int{1, px.Grid[1], px.Grid[2]}}
+		e, err := m.EncodeImage(ctx, frame)
+		if err != nil {
+			return nil, fmt.Errorf("frame %d: %w", f+1, err)
+		}
+		out = append(out, e...)
+	}
+	return out, nil
 }

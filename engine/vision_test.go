@@ -83,7 +83,7 @@ func goldenImages(t *testing.T, entry string, g *towertest.Golden, idx []int) []
 // prompt's last pass ahead), with prefill chunks that end before a
 // picture.
 func TestGenerateWithImages(t *testing.T) {
-	for _, entry := range []string{towertest.Gemma3Entry, towertest.Qwen35Entry} {
+	for _, entry := range []string{towertest.Gemma3Entry, towertest.Qwen35Entry, towertest.Qwen35MoeEntry, towertest.Gemma4Entry} {
 		for _, backend := range []string{"cpu", "gpu"} {
 			t.Run(entry+"/"+backend, func(t *testing.T) { generateWithImages(t, entry, backend) })
 		}
@@ -206,7 +206,7 @@ func equal[T comparable](a, b []T) bool {
 // the golden pictures the processor's pixel_values (one picture at the
 // tower's size, one resized; Qwen-VL's grid_thw too).
 func TestImageProcessorMatchesGolden(t *testing.T) {
-	for _, entry := range []string{towertest.Gemma3Entry, towertest.Qwen35Entry} {
+	for _, entry := range []string{towertest.Gemma3Entry, towertest.Qwen35Entry, towertest.Qwen35MoeEntry, towertest.Gemma4Entry} {
 		t.Run(entry, func(t *testing.T) { imageProcessorMatchesGolden(t, entry) })
 	}
 }

@@ -35,6 +35,12 @@ const (
 type Frame struct {
 	Image
 	At time.Duration
+	// Index is the frame's number in the stream and FPS the stream's
+	// average frame rate (At is Index/FPS): the reference's
+	// frames_indices and metadata.fps, from which Qwen3-VL's processor
+	// writes the frames' times into the prompt.
+	Index int
+	FPS   float64
 }
 
 // Pixels is a processor's output for one image (or one video): the
@@ -43,8 +49,9 @@ type Frame struct {
 type Pixels struct {
 	Data  []float32
 	Shape []int // e.g. [3, H, W] for SigLIP; [patches, C·T·P·P] for Qwen-VL
-	// Grid is Qwen-VL's grid_thw (temporal, height, width in patches);
-	// zero for fixed-size towers.
+	// Grid is Qwen-VL's grid_thw (temporal, height, width in patches),
+	// and Gemma 4's patch grid (1, height, width); zero for fixed-size
+	// towers.
 	Grid [3]int
 }
 

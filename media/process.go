@@ -16,6 +16,9 @@ import (
 //     patch·merge within the pixel bounds, resize, rescale, normalize, then
 //     the reference's patch layout, the frame repeated temporal_patch_size
 //     times: Shape [grid_h·grid_w, 3·temporal·patch·patch], Grid (1, h, w).
+//   - Gemma 4: the aspect-preserving resize to the soft-token budget,
+//     rescale, then one row per patch (process_gemma4.go): Shape
+//     [patches, patch·patch·3], Grid (1, h, w).
 //
 // The reference is transformers 5.17's torchvision backend, the one
 // AutoImageProcessor gives by default (the "Fast" class names are aliases
@@ -29,6 +32,9 @@ func (p *ImageProcessor) Image(img Image) (Pixels, error) {
 		style = pilCoeffs
 	}
 	n := norm{p.DoRescale, p.DoNormalize, p.RescaleFactor, p.Mean, p.Std, p.Backend == "pil"}
+	if p.Type == "Gemma4ImageProcessor" {
+		return p.gemma4Image(img, style, n)
+	}
 	if p.Type != "Qwen2VLImageProcessor" {
 		oh, ow := img.Height, img.Width
 		if p.DoResize {
@@ -80,6 +86,9 @@ func (p *ImageProcessor) Video(frames []Frame) (Pixels, error) {
 		if f.Height != h || f.Width != w {
 			return Pixels{}, mediaErr("video: frame %d is %d×%d, frame 0 %d×%d", i, f.Width, f.Height, w, h)
 		}
+	}
+	if v.Type == "Gemma4VideoProcessor" {
+		return p.gemma4Video(frames)
 	}
 	factor := v.PatchSize * v.MergeSize
 	nf := len(frames)

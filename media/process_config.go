@@ -31,7 +31,7 @@ const (
 // (class defaults filled in); they are read-only.
 type ImageProcessor struct {
 	// Type is the reference class: Gemma3ImageProcessor,
-	// SiglipImageProcessor or Qwen2VLImageProcessor.
+	// SiglipImageProcessor, Qwen2VLImageProcessor or Gemma4ImageProcessor.
 	Type string
 	// Backend is "torchvision" (transformers 5.17's default, the one a
 	// user gets) or "pil" (a config naming a …Pil class).
@@ -49,6 +49,10 @@ type ImageProcessor struct {
 	// size.longest_edge, or min_pixels/max_pixels) and the patching.
 	MinPixels, MaxPixels                    int
 	PatchSize, TemporalPatchSize, MergeSize int
+
+	// Gemma 4: the soft-token budget (max_soft_tokens) and the tower's
+	// pooling, which fix the resize (PatchSize is its patch).
+	MaxSoftTokens, PoolingKernelSize int
 
 	// VideoProcessor is the Qwen-VL video processor's settings, nil for a
 	// processor without one.
@@ -70,6 +74,15 @@ type VideoProcessor struct {
 	// sets it, as in transformers 5.17) and MaxVideoTokens its budget.
 	CapPixelsPerFrame bool
 	MaxVideoTokens    int
+
+	// Gemma 4 (Gemma4VideoProcessor, process_gemma4.go): each frame is a
+	// picture under its own soft-token budget (max_soft_tokens, pooling
+	// PoolingKernelSize); the frames sampled are NumFrames (num_frames),
+	// or FPS a second where num_frames is null, or every frame where
+	// do_sample_frames is false.
+	MaxSoftTokens, PoolingKernelSize, NumFrames int
+	FPS                                         float64
+	DoSampleFrames                              bool
 }
 
 var (
@@ -110,6 +123,12 @@ type rawConfig struct {
 	MergeSize         *int  `json:"merge_size"`
 	CapPixelsPerFrame *bool `json:"cap_pixels_per_frame"`
 	MaxVideoTokens    *int  `json:"max_video_tokens"`
+	MaxSoftTokens     *int  `json:"max_soft_tokens"`
+	PoolingKernelSize *int  `json:"pooling_kernel_size"`
+	// video sampling (Gemma4VideoProcessor); null and absent alike
+	NumFrames      *int     `json:"num_frames"`
+	FPS            *float64 `json:"fps"`
+	DoSampleFrames *bool    `json:"do_sample_frames"`
 }
 
 // LoadImageProcessor reads the image (and, for Qwen-VL, video) processor
@@ -139,7 +158,7 @@ func LoadImageProcessor(dir string) (*ImageProcessor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("media: %s: %w", imgFrom, err)
 	}
-	if p.Type != "Qwen2VLImageProcessor" {
+	if p.Type != "Qwen2VLImageProcessor" && p.Type != "Gemma4ImageProcessor" {
 		return p, nil
 	}
 
@@ -207,6 +226,7 @@ var processorClassImage = map[string]string{
 	"Qwen2VLProcessor":    "Qwen2VLImageProcessor",
 	"Qwen2_5_VLProcessor": "Qwen2VLImageProcessor",
 	"Qwen3VLProcessor":    "Qwen2VLImageProcessor",
+	"Gemma4Processor":     "Gemma4ImageProcessor",
 }
 
 func parseImageProcessor(raw []byte) (*ImageProcessor, error) {
@@ -237,8 +257,12 @@ func parseImageProcessor(raw []byte) (*ImageProcessor, error) {
 		p.Resample, p.Mean, p.Std = int(filterBicubic), clipMean, clipStd
 		p.MinPixels, p.MaxPixels = 56*56, 28*28*1280
 		p.PatchSize, p.TemporalPatchSize, p.MergeSize = 14, 2, 2
+	case "Gemma4ImageProcessor":
+		// no normalization: the tower maps [0, 1] to [-1, 1] itself
+		p.Resample, p.DoNormalize, p.Std = int(filterBicubic), false, [3]float64{1, 1, 1}
+		p.PatchSize, p.MaxSoftTokens, p.PoolingKernelSize = 16, 280, 3
 	default:
-		return nil, fmt.Errorf("image processor %q is not supported (supported: Gemma3ImageProcessor, SiglipImageProcessor, Qwen2VLImageProcessor, their Fast and Pil variants)", name)
+		return nil, fmt.Errorf("image processor %q is not supported (supported: Gemma3ImageProcessor, SiglipImageProcessor, Qwen2VLImageProcessor, Gemma4ImageProcessor, their Fast and Pil variants)", name)
 	}
 	if c.DoCenterCrop != nil && *c.DoCenterCrop {
 		return nil, errors.New("do_center_crop is not supported")
@@ -248,6 +272,12 @@ func parseImageProcessor(raw []byte) (*ImageProcessor, error) {
 	}
 	if typ == "Qwen2VLImageProcessor" {
 		if err := c.qwen(&p.MinPixels, &p.MaxPixels, &p.PatchSize, &p.TemporalPatchSize, &p.MergeSize); err != nil {
+			return nil, err
+		}
+		return p, nil
+	}
+	if typ == "Gemma4ImageProcessor" {
+		if err := c.gemma4(p); err != nil {
 			return nil, err
 		}
 		return p, nil
@@ -372,6 +402,8 @@ func parseVideoProcessor(raw []byte, img *ImageProcessor) (*VideoProcessor, erro
 		typ = strings.TrimSuffix(*c.VideoProcessorType, "Fast")
 	case c.ProcessorClass != nil && *c.ProcessorClass == "Qwen3VLProcessor":
 		typ = "Qwen3VLVideoProcessor"
+	case img.Type == "Gemma4ImageProcessor":
+		typ = "Gemma4VideoProcessor"
 	default:
 		typ = "Qwen2VLVideoProcessor"
 	}
@@ -387,8 +419,13 @@ func parseVideoProcessor(raw []byte, img *ImageProcessor) (*VideoProcessor, erro
 		v.MinPixels, v.MaxPixels = 128*32*32, 32*32*768
 		v.PatchSize, v.TemporalPatchSize, v.MergeSize = 16, 2, 2
 		v.MaxVideoTokens = 768
+	case "Gemma4VideoProcessor":
+		if err := c.gemma4Video(v, raw); err != nil {
+			return nil, err
+		}
+		return v, nil
 	default:
-		return nil, fmt.Errorf("video processor %q is not supported (supported: Qwen2VLVideoProcessor, Qwen3VLVideoProcessor)", typ)
+		return nil, fmt.Errorf("video processor %q is not supported (supported: Qwen2VLVideoProcessor, Qwen3VLVideoProcessor, Gemma4VideoProcessor)", typ)
 	}
 	if err := c.common(&v.DoResize, &v.DoRescale, &v.DoNormalize, &v.Resample, &v.RescaleFactor, &v.Mean, &v.Std, img.Backend); err != nil {
 		return nil, err

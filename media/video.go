@@ -18,6 +18,7 @@ type VideoOptions struct {
 	MaxPixels int           // width·height of one frame, checked from the header before decoding
 	MaxBytes  int64         // encoded size
 	Sampling  Sampling      // whose rule picks the frames
+	NumFrames int           // SampleGemma4: the frames to take (num_frames); 0 takes FPS a second
 	Timeout   time.Duration // time budget for probing and decoding
 }
 
@@ -42,6 +43,12 @@ const (
 	// SampleQwen2VL is Qwen2VLVideoProcessor.sample_frames: a multiple of
 	// temporal_patch_size (2) frames, at torch.arange steps, truncated.
 	SampleQwen2VL
+	// SampleGemma4 is BaseVideoProcessor.sample_frames, which
+	// Gemma4VideoProcessor keeps: NumFrames frames (num_frames, else
+	// int(frames/fps·FPS)) at torch.arange(0, frames, frames/n) steps,
+	// truncated. Where the reference refuses a clip of fewer frames than
+	// num_frames, every frame is taken.
+	SampleGemma4
 )
 
 // The reference processors' own bounds (Qwen2VLVideoProcessor and
@@ -98,7 +105,7 @@ func VideoFrames(ctx context.Context, data []byte, opt VideoOptions) ([]Frame, e
 	if math.IsNaN(opt.FPS) || math.IsInf(opt.FPS, 0) || opt.FPS <= 0 {
 		return nil, fmt.Errorf("video: sampling rate %v frames per second is not positive", opt.FPS)
 	}
-	if opt.Sampling != SampleQwen3VL && opt.Sampling != SampleQwen2VL {
+	if opt.Sampling != SampleQwen3VL && opt.Sampling != SampleQwen2VL && opt.Sampling != SampleGemma4 {
 		return nil, fmt.Errorf("video: unknown sampling rule %d", opt.Sampling)
 	}
 	if len(data) == 0 {
@@ -171,7 +178,12 @@ func planVideo(info videoInfo, opt VideoOptions) ([]int, error) {
 	if !(info.FPS > 0) || math.IsInf(info.FPS, 0) {
 		return nil, fmt.Errorf("%w: video: the stream has no frame rate", ErrMedia)
 	}
-	idx := sampleIndices(opt.Sampling, info.Frames, info.FPS, opt.FPS, opt.MaxFrames)
+	var idx []int
+	if opt.Sampling == SampleGemma4 {
+		idx = sampleGemma4(info.Frames, info.FPS, opt.FPS, opt.NumFrames, opt.MaxFrames)
+	} else {
+		idx = sampleIndices(opt.Sampling, info.Frames, info.FPS, opt.FPS, opt.MaxFrames)
+	}
 	if len(idx) == 0 {
 		return nil, fmt.Errorf("%w: video: %d frames are too few to sample", ErrMedia, info.Frames)
 	}
@@ -257,6 +269,13 @@ func sampleQwen2VL(total int, videoFPS, fps float64, maxFrames int) []int {
 	if n <= 0 {
 		return nil
 	}
+	return arangeIndices(total, n)
+}
+
+// arangeIndices is torch.arange(0, total, total / n).int() for n ≥ 1
+// (sampleQwen2VL tells how torch computes it), less any index past the
+// clip.
+func arangeIndices(total, n int) []int {
 	step := float64(total) / float64(n)
 	count := int(math.Ceil(float64(total) / step))
 	idx := make([]int, 0, count)
@@ -266,6 +285,36 @@ func sampleQwen2VL(total int, videoFPS, fps float64, maxFrames int) []int {
 		}
 	}
 	return idx
+}
+
+// sampleGemma4 is BaseVideoProcessor.sample_frames (transformers 5.17
+// video_processing_utils.py), Gemma4VideoProcessor's:
+//
+//	if num_frames is None and fps is not None:
+//	    num_frames = int(total_num_frames / metadata.fps * fps)
+//	if num_frames > total_num_frames: raise ValueError
+//	indices = torch.arange(0, total_num_frames, total_num_frames / num_frames).int()
+//
+// with numFrames the config's num_frames (0: None). A clip shorter than
+// num_frames, which the reference refuses, gives every frame, as does a
+// clip whose fps rule asks for none; maxFrames (the server's limit) caps
+// the count.
+func sampleGemma4(total int, videoFPS, fps float64, numFrames, maxFrames int) []int {
+	n := numFrames
+	if n <= 0 {
+		n = total
+		if want := float64(total) / videoFPS * fps; want < float64(total) {
+			n = int(want)
+		}
+	}
+	n = min(n, total, maxFrames)
+	if n <= 0 {
+		n = min(total, maxFrames)
+	}
+	if n <= 0 {
+		return nil
+	}
+	return arangeIndices(total, n)
 }
 
 // videoExt names the container so that a decoder that goes by the file
@@ -289,4 +338,27 @@ func videoExt(data []byte) string {
 		return ".avi"
 	}
 	return ""
+}
+
+// VideoTimestamps is the time, in seconds, that Qwen3-VL's processor
+// writes into the prompt for each temporal patch of frames (transformers
+// 5.17 Qwen3VLProcessor._calculate_timestamps): the frames' Index/FPS,
+// the last repeated until the count is a multiple of temporal, then the
+// mean of each patch's first and last.
+func VideoTimestamps(frames []Frame, temporal int) []float64 {
+	if len(frames) == 0 || temporal <= 0 {
+		return nil
+	}
+	ts := make([]float64, 0, len(frames)+temporal)
+	for _, f := range frames {
+		ts = append(ts, float64(f.Index)/f.FPS)
+	}
+	for len(ts)%temporal != 0 {
+		ts = append(ts, ts[len(ts)-1])
+	}
+	out := make([]float64, 0, len(ts)/temporal)
+	for i := 0; i < len(ts); i += temporal {
+		out = append(out, (ts[i]+ts[i+temporal-1])/2)
+	}
+	return out
 }

@@ -206,7 +206,7 @@ func decodeAV(ctx context.Context, path string, opt VideoOptions) ([]Frame, erro
 		if err != nil {
 			return nil, fmt.Errorf("%w: video: frame %d: %v", ErrMedia, i, err)
 		}
-		frames = append(frames, Frame{Image: im, At: frameAt(i, info.FPS)})
+		frames = append(frames, Frame{Image: im, At: frameAt(i, info.FPS), Index: i, FPS: info.FPS})
 	}
 	return frames, nil
 }

@@ -285,7 +285,7 @@ func decodeFFWith(ctx context.Context, ffmpeg, path string, info videoInfo, idx 
 	for k, i := range idx {
 		if k > 0 && i == idx[k-1] { // the same frame twice: share nothing, copy it
 			prev := frames[k-1]
-			frames = append(frames, Frame{Image: Image{Width: prev.Width, Height: prev.Height, Pix: append([]uint8(nil), prev.Pix...)}, At: frameAt(i, info.FPS)})
+			frames = append(frames, Frame{Image: Image{Width: prev.Width, Height: prev.Height, Pix: append([]uint8(nil), prev.Pix...)}, At: frameAt(i, info.FPS), Index: i, FPS: info.FPS})
 			continue
 		}
 		pix := make([]uint8, size)
@@ -293,7 +293,7 @@ func decodeFFWith(ctx context.Context, ffmpeg, path string, info videoInfo, idx 
 			readErr = err
 			break
 		}
-		frames = append(frames, Frame{Image: Image{Width: info.Width, Height: info.Height, Pix: pix}, At: frameAt(i, info.FPS)})
+		frames = append(frames, Frame{Image: Image{Width: info.Width, Height: info.Height, Pix: pix}, At: frameAt(i, info.FPS), Index: i, FPS: info.FPS})
 	}
 	// Nothing may follow the last frame: frames of another size than the
 	// header's would show here. ffmpeg is stopped rather than drained.

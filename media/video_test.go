@@ -501,3 +501,32 @@ func TestVideoFramesTempFile(t *testing.T) {
 		t.Errorf("left in the temporary folder: %v", left)
 	}
 }
+
+// TestVideoTimestamps: Qwen3VLProcessor._calculate_timestamps, the times
+// its prompt writes per temporal patch.
+func TestVideoTimestamps(t *testing.T) {
+	ntsc := 30000.0 / 1001
+	frames := func(fps float64, idx ...int) []Frame {
+		var out []Frame
+		for _, i := range idx {
+			out = append(out, Frame{Index: i, FPS: fps})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name     string
+		frames   []Frame
+		temporal int
+		want     []float64
+	}{
+		{"golden clip", frames(4, 0, 2, 5, 7), 2, []float64{0.25, 1.5}},
+		{"odd count: the last frame repeated", frames(2, 0, 1, 2), 2, []float64{0.25, 1}},
+		{"one frame a patch", frames(10, 3, 9), 1, []float64{0.3, 0.9}},
+		{"NTSC rate", frames(ntsc, 0, 15), 2, []float64{(0 + 15/ntsc) / 2}}, // in float64, not Go's exact constants
+		{"no frames", nil, 2, nil},
+	} {
+		if got := VideoTimestamps(tc.frames, tc.temporal); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -312,7 +312,12 @@ func anthropicTurn(at, role string, blocks []block, refs *[]mediaRef) ([]object,
 			}
 		case "redacted_thinking":
 			// Encrypted by Anthropic: nothing a local model can read.
+		case "audio", "input_audio":
+			return nil, audioRefused(bat, fmt.Sprintf("an %q block", b.Type))
 		case "document", "search_result":
+			if mt := audioSource(b.Source); b.Type == "document" && mt != "" {
+				return nil, audioRefused(bat, "a document of media type "+mt)
+			}
 			return nil, badRequest(bat, "%s: %s content is not supported yet (text and images only)", bat, b.Type)
 		default:
 			return nil, badRequest(bat+".type", "%s.type: unknown content block type %q", bat, b.Type)
@@ -332,6 +337,28 @@ func anthropicTurn(at, role string, blocks []block, refs *[]mediaRef) ([]object,
 		out = append(out, m)
 	}
 	return out, nil
+}
+
+// audioRefused is the 400 of audio sent to /v1/messages: Anthropic's API
+// has no audio block, so clients invent their own; the one route that
+// takes audio is OpenAI's.
+func audioRefused(at, what string) error {
+	return badRequest(at, "%s: the Anthropic Messages API has no audio content (got %s); send audio to /v1/chat/completions as an input_audio part ({\"type\": \"input_audio\", \"input_audio\": {\"data\": <base64>, \"format\": \"wav\"}})", at, what)
+}
+
+// audioSource is a document block's media type when its source says it
+// is audio (audio/…), else "".
+func audioSource(raw json.RawMessage) string {
+	var src struct {
+		MediaType string `json:"media_type"`
+	}
+	if isNull(raw) || json.Unmarshal(raw, &src) != nil {
+		return ""
+	}
+	if mt := strings.ToLower(strings.TrimSpace(src.MediaType)); strings.HasPrefix(mt, "audio/") {
+		return mt
+	}
+	return ""
 }
 
 // anthropicImage reads an image block's source: {"type": "base64",

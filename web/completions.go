@@ -33,6 +33,21 @@ type completionJob struct {
 	logprobs     bool // the client asked for logprobs
 	top          int
 	tokenIDs     bool
+	echo         bool // the prompt is given back before the completion
+	n            int  // choices, generated one after another
+}
+
+// echoed is the prompt as echo gives it back: the string the client sent,
+// or its tokens' text when it sent ids.
+func (job *completionJob) echoed(prompt []engine.TokenLogprob) string {
+	if job.req.Prompt != "" {
+		return job.req.Prompt
+	}
+	var b strings.Builder
+	for _, lp := range prompt {
+		b.WriteString(lp.Token)
+	}
+	return b.String()
 }
 
 // parseCompletion decodes and validates a completion request body.
@@ -41,19 +56,24 @@ func parseCompletion(body []byte) (*completionJob, error) {
 	if err := decodeJSON(body, &in); err != nil {
 		return nil, err
 	}
-	opt, stops, maxTokens, err := in.common(in.MaxTokens, "max_tokens")
+	// echo with max_tokens 0 scores the prompt and generates nothing, as
+	// OpenAI's legacy API allows (lm-eval-harness's loglikelihood).
+	scoreOnly := in.Echo && in.MaxTokens != nil && *in.MaxTokens == 0
+	limit := in.MaxTokens
+	if scoreOnly {
+		limit = nil
+	}
+	opt, stops, maxTokens, err := in.common(limit, "max_tokens")
 	if err != nil {
 		return nil, err
 	}
 	switch {
-	case in.Echo:
-		return nil, badRequest("echo", "echo: not supported")
 	case in.Suffix != nil && *in.Suffix != "":
 		return nil, badRequest("suffix", "suffix: not supported (no fill-in-the-middle)")
 	case in.BestOf != nil && *in.BestOf != 1:
 		return nil, badRequest("best_of", "best_of: only 1 is supported, got %d", *in.BestOf)
 	}
-	job := &completionJob{target: target{model: in.Model}, stream: in.Stream, includeUsage: in.includeUsage(), tokenIDs: in.ReturnTokenIDs}
+	job := &completionJob{target: target{model: in.Model}, stream: in.Stream, includeUsage: in.includeUsage(), tokenIDs: in.ReturnTokenIDs, echo: in.Echo, n: in.choices()}
 	job.sampling = sampling{params: in.samplingParams, maxTemp: 2}
 	job.req = engine.Request{MaxTokens: maxTokens, Stop: stops, Sample: opt, Speculative: in.Speculative}
 	if err := parsePrompt(in.Prompt, &job.req); err != nil {
@@ -67,6 +87,10 @@ func parseCompletion(body []byte) (*completionJob, error) {
 		job.logprobs, job.top = true, n
 		job.req.Logprobs, job.req.TopLogprobs = true, n
 	}
+	// The engine sends the prompt's tokens first (their text echoes a
+	// prompt given as ids; their logprobs are asked for with logprobs).
+	job.req.PromptLogprobs = in.Echo
+	job.req.ScoreOnly = scoreOnly
 	if job.tokenIDs {
 		job.req.Logprobs = true // the ids travel with the logprobs
 	}
@@ -130,25 +154,40 @@ func (s *Server) answerCompletion(c echo.Context, r *engine.Runner, job *complet
 	if job.stream {
 		return s.streamCompletion(c, r, job, base)
 	}
-	var (
-		text strings.Builder
-		lps  []engine.TokenLogprob
-	)
-	return s.generate(c, r, job.req, answer{
-		kind: "completion", model: base.Model,
-		emit: func(d engine.Delta) error {
-			text.WriteString(d.Content)
-			lps = append(lps, d.Logprobs...)
-			return nil
-		},
-		finish: func(u engine.Usage) error {
-			ch := completionChoice{Text: text.String(), FinishReason: strPtr(u.FinishReason)}
-			job.fill(&ch, lps, 0)
-			base.Choices = []completionChoice{ch}
-			base.Usage = usageOf(u)
-			return c.JSON(http.StatusOK, base)
-		},
-	})
+	var total engine.Usage
+	n := max(job.n, 1) // a job made in code may leave it 0
+	for i := range n {
+		var (
+			text       strings.Builder
+			lps, shown []engine.TokenLogprob
+		)
+		err := s.generate(c, r, choiceRequest(job.req, i), answer{
+			kind: "completion", model: base.Model,
+			emit: func(d engine.Delta) error {
+				if d.PromptLogprobs != nil {
+					text.WriteString(job.echoed(d.PromptLogprobs))
+					shown = d.PromptLogprobs
+				}
+				text.WriteString(d.Content)
+				lps = append(lps, d.Logprobs...)
+				return nil
+			},
+			finish: func(u engine.Usage) error {
+				ch := completionChoice{Text: text.String(), Index: i, FinishReason: strPtr(u.FinishReason)}
+				job.fill(&ch, append(shown, lps...), 0)
+				base.Choices = append(base.Choices, ch)
+				if total = addUsage(total, u, i); i < n-1 {
+					return nil
+				}
+				base.Usage = usageOf(total)
+				return c.JSON(http.StatusOK, base)
+			},
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // fill adds the logprobs and token ids the client asked for.
@@ -165,44 +204,64 @@ func (job *completionJob) fill(ch *completionChoice, lps []engine.TokenLogprob, 
 }
 
 // streamCompletion streams text chunks, then a chunk with the finish
-// reason, a usage chunk when asked for, then [DONE].
+// reason, for each choice in turn (each chunk with its index), then a
+// usage chunk when asked for, then [DONE].
 func (s *Server) streamCompletion(c echo.Context, r generator, job *completionJob, base completionResponse) error {
 	w := newSSE(c)
 	if job.includeUsage {
 		base.Usage = nullJSON
 	}
-	offset := 0
-	emit := func(d engine.Delta) error {
-		if d.Content == "" && len(d.Logprobs) == 0 {
-			return nil
-		}
-		ch := completionChoice{Text: d.Content}
-		job.fill(&ch, d.Logprobs, offset)
-		for _, lp := range d.Logprobs {
-			offset += len(lp.Token)
-		}
-		out := base
-		out.Choices = []completionChoice{ch}
-		return w.data(out)
-	}
-	finish := func(u engine.Usage) error {
-		out := base
-		out.Choices = []completionChoice{{Text: "", FinishReason: strPtr(u.FinishReason)}}
-		if err := w.data(out); err != nil {
-			return err
-		}
-		if job.includeUsage {
+	var total engine.Usage
+	n := max(job.n, 1) // a job made in code may leave it 0
+	for i := range n {
+		send := func(ch completionChoice) error {
 			out := base
-			out.Choices = []completionChoice{}
-			out.Usage = usageOf(u)
-			if err := w.data(out); err != nil {
+			ch.Index = i
+			out.Choices = []completionChoice{ch}
+			return w.data(out)
+		}
+		offset := 0
+		emit := func(d engine.Delta) error {
+			text, lps := d.Content, d.Logprobs
+			if d.PromptLogprobs != nil { // echo: the prompt's chunk comes first
+				text, lps = job.echoed(d.PromptLogprobs), d.PromptLogprobs
+			}
+			if text == "" && len(lps) == 0 {
+				return nil
+			}
+			ch := completionChoice{Text: text}
+			job.fill(&ch, lps, offset)
+			for _, lp := range lps {
+				offset += len(lp.Token)
+			}
+			return send(ch)
+		}
+		last := i == n-1
+		finish := func(u engine.Usage) error {
+			if err := send(completionChoice{Text: "", FinishReason: strPtr(u.FinishReason)}); err != nil {
 				return err
 			}
+			if total = addUsage(total, u, i); !last {
+				return nil
+			}
+			if job.includeUsage {
+				out := base
+				out.Choices = []completionChoice{}
+				out.Usage = usageOf(total)
+				if err := w.data(out); err != nil {
+					return err
+				}
+			}
+			return w.done()
 		}
-		return w.done()
+		failed := false
+		err := s.generate(c, r, choiceRequest(job.req, i), answer{
+			kind: "completion stream", model: base.Model, emit: emit, finish: finish,
+			started: w.begun, fail: func(p problem) error { failed = true; return w.openAIError(p) },
+		})
+		if err != nil || failed || c.Request().Context().Err() != nil {
+			return err
+		}
 	}
-	return s.generate(c, r, job.req, answer{
-		kind: "completion stream", model: base.Model, emit: emit, finish: finish,
-		started: w.begun, fail: w.openAIError,
-	})
+	return nil
 }

@@ -21,9 +21,16 @@ type target struct {
 	// loadTime is how long getting the runner took (serveGeneration sets
 	// it; Ollama reports it).
 	loadTime time.Duration
+	// warnings are what the answer's X-Hearth-Warning headers say: media
+	// the model takes only in part (an audio clip past its longest).
+	warnings []string
 }
 
 func (t *target) generation() *target { return t }
+
+// warningHeader carries what an answer should know about its request
+// beyond the API's fields: an audio clip cut to the model's longest.
+const warningHeader = "X-Hearth-Warning"
 
 // generationJob is a parsed request of one of the generation routes.
 type generationJob interface {
@@ -60,6 +67,9 @@ func serveGeneration[J generationJob](s *Server, c echo.Context, parse func([]by
 	t.loadTime = time.Since(start)
 	if err := s.loadMedia(c.Request().Context(), r.Info(), t); err != nil {
 		return err
+	}
+	for _, w := range t.warnings {
+		c.Response().Header().Add(warningHeader, w)
 	}
 	return answer(r, job)
 }

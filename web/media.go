@@ -21,7 +21,7 @@ import (
 // a mediaRef, in the order the parts appear. Once the model is known,
 // Server.loadMedia refuses them for a model without vision (before
 // decoding anything), then decodes each under the limits into
-// engine.Request.Images.
+// engine.Request.Images (and Videos, Audio).
 
 // MediaOptions bound the images and video a request may carry, and say
 // whether their parts may name http(s) URLs for the server to fetch.
@@ -301,7 +301,7 @@ func noMedia(ref mediaRef, model string, kind mediaKind) error {
 	what, capability := "images", "vision"
 	switch kind {
 	case kindVideo:
-		what = "video"
+		what, capability = "video", "video"
 	case kindAudio:
 		what, capability = "audio", "audio"
 	}
@@ -320,7 +320,8 @@ func (s *Server) loadMedia(ctx context.Context, info engine.Info, t *target) err
 		return nil
 	}
 	for _, ref := range t.media {
-		if ref.kind == kindAudio && !hasCap(info, "audio") || ref.kind != kindAudio && !s.takesImages(info) {
+		if ref.kind == kindAudio && !hasCap(info, "audio") || ref.kind == kindImage && !s.takesImages(info) ||
+			ref.kind == kindVideo && !hasCap(info, "video") && !s.opt.Media.assumeVision {
 			return noMedia(ref, info.ID, ref.kind)
 		}
 	}
@@ -330,7 +331,6 @@ func (s *Server) loadMedia(ctx context.Context, info engine.Info, t *target) err
 		return mediaError(ref.at, "too many %s: at most %d media parts per request (an image, a video or an audio clip each counts as one), got %d", mediaNoun(t.media), lim.Images, len(t.media))
 	}
 	var total int64
-	var videos []mediaRef
 	images := make([]media.Image, 0, len(t.media))
 	for _, ref := range t.media {
 		data, err := s.mediaBytes(ctx, ref)
@@ -348,23 +348,23 @@ func (s *Server) loadMedia(ctx context.Context, info engine.Info, t *target) err
 			}
 			images = append(images, img)
 		case kindVideo:
-			if err := s.checkVideo(ctx, ref, data); err != nil {
+			frames, err := s.videoFrames(ctx, ref, data, info.VideoSampling)
+			if err != nil {
 				return err
 			}
-			videos = append(videos, ref)
+			t.req.Videos = append(t.req.Videos, frames)
 		case kindAudio:
 			clip, err := media.DecodeAudio(ctx, data, media.AudioLimits{MaxBytes: lim.PartBytes})
 			if err != nil {
 				return decodeError(ref, err)
 			}
+			// the engine cuts a longer clip, as the model's extractor
+			// does; the answer says so (X-Hearth-Warning)
+			if limit, secs := info.AudioSeconds, clip.Duration().Seconds(); limit > 0 && secs > limit {
+				t.warnings = append(t.warnings, fmt.Sprintf("%s: the audio clip is %.1f s long; model %q hears its first %g s", ref.at, secs, info.ID, limit))
+			}
 			t.req.Audio = append(t.req.Audio, clip)
 		}
-	}
-	if len(videos) > 0 {
-		// The engine takes pictures only (Request.Images): a video's
-		// frames have nowhere to go yet.
-		return &apiError{status: http.StatusBadRequest, param: videos[0].at, code: "model_not_multimodal",
-			msg: fmt.Sprintf("%s: model %q takes no video (Hearth runs no model on video yet); send frames as images instead", videos[0].at, info.ID)}
 	}
 	t.req.Images = images
 	return nil
@@ -422,19 +422,28 @@ func checkBytes(ref mediaRef, data []byte, err error) ([]byte, error) {
 	return data, nil
 }
 
-// checkVideo decodes a video part's frames under the limits, so that a
-// clip that is corrupt, too long to decode or not a video is a 400
-// naming the part. A server with no video decoder (no ffmpeg) skips the
-// check: the part is refused anyway (loadMedia), as no model here takes
-// video yet.
-func (s *Server) checkVideo(ctx context.Context, ref mediaRef, data []byte) error {
+// videoFrames decodes a video part's frames under the limits, sampled
+// as Qwen3-VL's video processor samples them (2 a second, at least 4, at
+// most the frame limit), so that a clip that is corrupt, too long to
+// decode or not a video is a 400 naming the part, as is a server with no
+// video decoder (no ffmpeg).
+//
+// sampling, when not nil, is the model's own rule (Gemma 4's num_frames).
+func (s *Server) videoFrames(ctx context.Context, ref mediaRef, data []byte, sampling *media.VideoOptions) ([]media.Frame, error) {
 	lim := s.opt.Media
-	_, err := media.VideoFrames(ctx, data, media.VideoOptions{MaxFrames: lim.Frames, MaxBytes: lim.PartBytes})
-	switch {
-	case err == nil, errors.Is(err, media.ErrNoVideoDecoder):
-		return nil
-	case ctx.Err() != nil:
-		return ctx.Err()
+	opt := media.VideoOptions{MaxFrames: lim.Frames, MaxBytes: lim.PartBytes}
+	if sampling != nil {
+		opt.Sampling, opt.NumFrames, opt.FPS = sampling.Sampling, sampling.NumFrames, sampling.FPS
 	}
-	return decodeError(ref, err)
+	frames, err := media.VideoFrames(ctx, data, opt)
+	switch {
+	case err == nil:
+		return frames, nil
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case errors.Is(err, media.ErrNoVideoDecoder):
+		return nil, &apiError{status: http.StatusBadRequest, param: ref.at, code: "video_decoder_unavailable",
+			msg: fmt.Sprintf("%s: this server cannot decode video (%v); send frames as images instead", ref.at, err)}
+	}
+	return nil, decodeError(ref, err)
 }

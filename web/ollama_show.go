@@ -74,9 +74,10 @@ func (s *Server) show(c echo.Context) error {
 		out.ModelInfo[arch+".context_length"] = m.ContextLength
 	}
 	for _, capability := range m.Capabilities {
-		if capability != "embeddings" { // Ollama names only what chat uses
-			out.Capabilities = append(out.Capabilities, capability)
+		if capability == "embeddings" {
+			capability = "embedding" // Ollama's word (POST /api/embed)
 		}
+		out.Capabilities = append(out.Capabilities, capability)
 	}
 	if t, err := template.Load(m.dir); err == nil {
 		out.Template = t.Source()

@@ -40,6 +40,7 @@ type chatJob struct {
 	target
 	stream       bool
 	includeUsage bool
+	n            int // choices, generated one after another
 }
 
 // maxTopLogprobs is OpenAI's bound on top_logprobs.
@@ -63,7 +64,7 @@ func parseChat(body []byte) (*chatJob, error) {
 	if err != nil {
 		return nil, err
 	}
-	job := &chatJob{target: target{model: in.Model, media: refs}, stream: in.Stream, includeUsage: in.includeUsage()}
+	job := &chatJob{target: target{model: in.Model, media: refs}, stream: in.Stream, includeUsage: in.includeUsage(), n: in.choices()}
 	job.sampling = sampling{params: in.samplingParams, maxTemp: 2}
 	job.req = engine.Request{Messages: msgs, MaxTokens: maxTokens, Stop: stops, Sample: opt, TemplateKwargs: in.ChatTemplateKwargs, Speculative: in.Speculative}
 	if in.ReasoningEffort != nil {
@@ -194,116 +195,144 @@ func (s *Server) chat(c echo.Context) error {
 	})
 }
 
-// answerChat generates the answer and writes it, streamed or whole.
+// answerChat generates the answer and writes it, streamed or whole: job.n
+// choices, one after another.
 func (s *Server) answerChat(c echo.Context, g generator, job *chatJob, base chatChunk) error {
 	if job.stream {
 		return s.streamChat(c, g, job, base)
 	}
 	var (
-		text, thinking strings.Builder
-		calls          []toolCallBody
-		lps            []engine.TokenLogprob
+		choices []chatChoice
+		total   engine.Usage
 	)
-	return s.generate(c, g, job.req, answer{
-		kind: "chat", model: base.Model,
-		emit: func(d engine.Delta) error {
-			thinking.WriteString(d.Thinking)
-			text.WriteString(d.Content)
-			for _, tc := range d.ToolCalls {
-				calls = append(calls, toolCallOf(tc))
-			}
-			lps = append(lps, d.Logprobs...)
-			return nil
-		},
-		finish: func(u engine.Usage) error {
-			msg := chatMessageOut{Role: "assistant", ReasoningContent: thinking.String(), ToolCalls: calls}
-			if text.Len() > 0 || len(calls) == 0 {
-				msg.Content = strPtr(text.String())
-			}
-			return c.JSON(http.StatusOK, chatResponse{
-				ID: base.ID, Object: "chat.completion", Created: base.Created, Model: base.Model, SystemFingerprint: base.SystemFingerprint,
-				Choices: []chatChoice{{Index: 0, Message: msg, Logprobs: chatLogprobsOf(lps, job.req.Logprobs), FinishReason: u.FinishReason}},
-				Usage:   usageOf(u),
-			})
-		},
-	})
+	n := max(job.n, 1) // a job made in code may leave it 0
+	for i := range n {
+		var (
+			text, thinking strings.Builder
+			calls          []toolCallBody
+			lps            []engine.TokenLogprob
+		)
+		err := s.generate(c, g, choiceRequest(job.req, i), answer{
+			kind: "chat", model: base.Model,
+			emit: func(d engine.Delta) error {
+				thinking.WriteString(d.Thinking)
+				text.WriteString(d.Content)
+				for _, tc := range d.ToolCalls {
+					calls = append(calls, toolCallOf(tc))
+				}
+				lps = append(lps, d.Logprobs...)
+				return nil
+			},
+			finish: func(u engine.Usage) error {
+				msg := chatMessageOut{Role: "assistant", ReasoningContent: thinking.String(), ToolCalls: calls}
+				if text.Len() > 0 || len(calls) == 0 {
+					msg.Content = strPtr(text.String())
+				}
+				choices = append(choices, chatChoice{Index: i, Message: msg, Logprobs: chatLogprobsOf(lps, job.req.Logprobs), FinishReason: u.FinishReason})
+				if total = addUsage(total, u, i); i < n-1 {
+					return nil
+				}
+				return c.JSON(http.StatusOK, chatResponse{
+					ID: base.ID, Object: "chat.completion", Created: base.Created, Model: base.Model, SystemFingerprint: base.SystemFingerprint,
+					Choices: choices, Usage: usageOf(total),
+				})
+			},
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// streamChat streams a chat completion as OpenAI does: a first chunk with
-// the role, content and tool-call deltas, a chunk with the finish reason,
+// streamChat streams a chat completion as OpenAI does: for each choice a
+// first chunk with the role, content and tool-call deltas and a chunk with
+// the finish reason (choice after choice, each chunk with its index), then
 // a usage chunk with no choices when asked for, then [DONE].
 func (s *Server) streamChat(c echo.Context, g generator, job *chatJob, base chatChunk) error {
 	w := newSSE(c)
 	if job.includeUsage {
 		base.Usage = nullJSON
 	}
-	send := func(ch chunkChoice) error {
-		out := base
-		out.Choices = []chunkChoice{ch}
-		return w.data(out)
-	}
-	var (
-		started bool
-		nCalls  int
-		text    strings.Builder
-	)
-	begin := func() error {
-		if started {
+	var total engine.Usage
+	n := max(job.n, 1) // a job made in code may leave it 0
+	for i := range n {
+		send := func(ch chunkChoice) error {
+			out := base
+			ch.Index = i
+			out.Choices = []chunkChoice{ch}
+			return w.data(out)
+		}
+		var (
+			started bool
+			nCalls  int
+		)
+		begin := func() error {
+			if started {
+				return nil
+			}
+			started = true
+			return send(chunkChoice{Delta: chatDelta{Role: "assistant", Content: strPtr("")}})
+		}
+		emit := func(d engine.Delta) error {
+			if err := begin(); err != nil {
+				return err
+			}
+			if d.Thinking != "" {
+				if err := send(chunkChoice{Delta: chatDelta{ReasoningContent: d.Thinking}}); err != nil {
+					return err
+				}
+			}
+			if d.Content != "" || len(d.Logprobs) > 0 {
+				ch := chunkChoice{Delta: chatDelta{Content: strPtr(d.Content)}, Logprobs: chatLogprobsOf(d.Logprobs, job.req.Logprobs && len(d.Logprobs) > 0)}
+				if err := send(ch); err != nil {
+					return err
+				}
+			}
+			if len(d.ToolCalls) > 0 {
+				var tcs []toolCallBody
+				for _, tc := range d.ToolCalls {
+					b := toolCallOf(tc)
+					idx := nCalls
+					b.Index = &idx
+					nCalls++
+					tcs = append(tcs, b)
+				}
+				if err := send(chunkChoice{Delta: chatDelta{ToolCalls: tcs}}); err != nil {
+					return err
+				}
+			}
 			return nil
 		}
-		started = true
-		return send(chunkChoice{Delta: chatDelta{Role: "assistant", Content: strPtr("")}})
-	}
-	emit := func(d engine.Delta) error {
-		if err := begin(); err != nil {
+		last := i == n-1
+		finish := func(u engine.Usage) error {
+			if err := begin(); err != nil {
+				return err
+			}
+			if err := send(chunkChoice{Delta: chatDelta{}, FinishReason: strPtr(u.FinishReason)}); err != nil {
+				return err
+			}
+			if total = addUsage(total, u, i); !last {
+				return nil
+			}
+			if job.includeUsage {
+				out := base
+				out.Choices = []chunkChoice{}
+				out.Usage = usageOf(total)
+				if err := w.data(out); err != nil {
+					return err
+				}
+			}
+			return w.done()
+		}
+		failed := false
+		err := s.generate(c, g, choiceRequest(job.req, i), answer{
+			kind: "chat stream", model: base.Model, emit: emit, finish: finish,
+			started: w.begun, fail: func(p problem) error { failed = true; return w.openAIError(p) },
+		})
+		if err != nil || failed || c.Request().Context().Err() != nil {
 			return err
 		}
-		if d.Thinking != "" {
-			if err := send(chunkChoice{Delta: chatDelta{ReasoningContent: d.Thinking}}); err != nil {
-				return err
-			}
-		}
-		if d.Content != "" || len(d.Logprobs) > 0 {
-			text.WriteString(d.Content)
-			ch := chunkChoice{Delta: chatDelta{Content: strPtr(d.Content)}, Logprobs: chatLogprobsOf(d.Logprobs, job.req.Logprobs && len(d.Logprobs) > 0)}
-			if err := send(ch); err != nil {
-				return err
-			}
-		}
-		if len(d.ToolCalls) > 0 {
-			var tcs []toolCallBody
-			for _, tc := range d.ToolCalls {
-				b := toolCallOf(tc)
-				idx := nCalls
-				b.Index = &idx
-				nCalls++
-				tcs = append(tcs, b)
-			}
-			if err := send(chunkChoice{Delta: chatDelta{ToolCalls: tcs}}); err != nil {
-				return err
-			}
-		}
-		return nil
 	}
-	finish := func(u engine.Usage) error {
-		if err := begin(); err != nil {
-			return err
-		}
-		if err := send(chunkChoice{Delta: chatDelta{}, FinishReason: strPtr(u.FinishReason)}); err != nil {
-			return err
-		}
-		if job.includeUsage {
-			out := base
-			out.Choices = []chunkChoice{}
-			out.Usage = usageOf(u)
-			if err := w.data(out); err != nil {
-				return err
-			}
-		}
-		return w.done()
-	}
-	return s.generate(c, g, job.req, answer{
-		kind: "chat stream", model: base.Model, emit: emit, finish: finish,
-		started: w.begun, fail: w.openAIError,
-	})
+	return nil
 }

@@ -185,7 +185,7 @@ func chatLogprobsOf(lps []engine.TokenLogprob, want bool) *chatLogprobs {
 // completionLogprobs is the legacy /v1/completions logprobs object.
 type completionLogprobs struct {
 	Tokens        []string             `json:"tokens"`
-	TokenLogprobs []logprob            `json:"token_logprobs"`
+	TokenLogprobs []*logprob           `json:"token_logprobs"` // nil: an echoed prompt's first token
 	TopLogprobs   []map[string]logprob `json:"top_logprobs"`
 	TextOffset    []int                `json:"text_offset"`
 }
@@ -193,15 +193,23 @@ type completionLogprobs struct {
 // completionLogprobsOf converts engine logprobs; offset is where the first
 // token starts in the completion text.
 func completionLogprobsOf(lps []engine.TokenLogprob, top int, offset int) *completionLogprobs {
-	out := &completionLogprobs{Tokens: []string{}, TokenLogprobs: []logprob{}, TextOffset: []int{}}
+	out := &completionLogprobs{Tokens: []string{}, TokenLogprobs: []*logprob{}, TextOffset: []int{}}
 	if top > 0 {
 		out.TopLogprobs = []map[string]logprob{}
 	}
 	for _, lp := range lps {
 		out.Tokens = append(out.Tokens, lp.Token)
-		out.TokenLogprobs = append(out.TokenLogprobs, logprob(lp.Logprob))
 		out.TextOffset = append(out.TextOffset, offset)
 		offset += len(lp.Token)
+		if math.IsNaN(float64(lp.Logprob)) { // an echoed prompt's first token: nothing predicts it (null, as OpenAI and vLLM)
+			out.TokenLogprobs = append(out.TokenLogprobs, nil)
+			if top > 0 {
+				out.TopLogprobs = append(out.TopLogprobs, nil)
+			}
+			continue
+		}
+		l := logprob(lp.Logprob)
+		out.TokenLogprobs = append(out.TokenLogprobs, &l)
 		if top > 0 {
 			m := map[string]logprob{}
 			for _, t := range lp.Top {

@@ -167,8 +167,8 @@ const maxStops = 16
 // common validates the shared fields. maxTokens is the effective limit
 // (max_completion_tokens wins over max_tokens for chat).
 func (p *openAIParams) common(maxTokens *int, maxTokensField string) (sample.Options, []string, int, error) {
-	if p.N != nil && *p.N != 1 {
-		return sample.Options{}, nil, 0, badRequest("n", "n: only 1 choice per request is supported, got %d", *p.N)
+	if p.N != nil && (*p.N < 1 || *p.N > maxChoices) {
+		return sample.Options{}, nil, 0, badRequest("n", "n: from 1 to %d choices, got %d", maxChoices, *p.N)
 	}
 	if p.StreamOptions != nil && !p.Stream {
 		return sample.Options{}, nil, 0, badRequest("stream_options", "stream_options: only allowed when stream is true")
@@ -198,6 +198,42 @@ func (p *openAIParams) common(maxTokens *int, maxTokensField string) (sample.Opt
 		n = *maxTokens
 	}
 	return opt, stops, n, nil
+}
+
+// maxChoices bounds n: the choices of one request are generated one after
+// another (the prompt computed once, through the prompt cache).
+const maxChoices = 16
+
+// choices is n, 1 when unset.
+func (p *openAIParams) choices() int {
+	if p.N == nil {
+		return 1
+	}
+	return *p.N
+}
+
+// choiceRequest is req for choice i of n: with a seed, choice i samples
+// with seed+i, so that the choices differ and each is reproducible.
+func choiceRequest(req engine.Request, i int) engine.Request {
+	if i > 0 && req.Sample.Seed != nil {
+		seed := *req.Sample.Seed + uint64(i)
+		req.Sample.Seed = &seed
+	}
+	return req
+}
+
+// addUsage adds choice u to the usage of the choices before it: the
+// prompt counts once, the generated tokens of every choice add up.
+func addUsage(total, u engine.Usage, i int) engine.Usage {
+	if i == 0 {
+		return u
+	}
+	total.CompletionTokens += u.CompletionTokens
+	total.ReasoningTokens += u.ReasoningTokens
+	total.Drafted += u.Drafted
+	total.Accepted += u.Accepted
+	total.DecodeDuration += u.DecodeDuration
+	return total
 }
 
 // includeUsage reports whether a stream ends with a usage chunk.

@@ -3,6 +3,8 @@ package web
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"unicode"
@@ -56,10 +58,36 @@ func (ts *testServer) thinkingOf(t *testing.T, prompt string, maxTokens int) str
 // TestReasoningSplit serves a model whose template opens the thinking in
 // the generation prompt: on every route its reply comes back as thinking,
 // whole and streamed, and none of it as content.
+// wantThinkingCapability checks that /v1/models and /api/show list the
+// "thinking" capability (as Ollama does) exactly when want, once the model
+// has loaded.
+func (ts *testServer) wantThinkingCapability(t *testing.T, want bool) {
+	t.Helper()
+	var models struct {
+		Data []struct {
+			Capabilities []string `json:"capabilities"`
+		} `json:"data"`
+	}
+	if r := ts.do(t, http.MethodGet, "/v1/models", "", nil); r.Status != http.StatusOK || json.Unmarshal(r.Body, &models) != nil || len(models.Data) == 0 {
+		t.Fatalf("GET /v1/models = %d %s", r.Status, r.Body)
+	}
+	var show struct {
+		Capabilities []string `json:"capabilities"`
+	}
+	ts.postOK(t, "/api/show", `{"model":"chat-tiny"}`, &show)
+	if got := slices.Contains(models.Data[0].Capabilities, "thinking"); got != want {
+		t.Errorf("/v1/models capabilities %v; thinking listed %v, want %v", models.Data[0].Capabilities, got, want)
+	}
+	if got := slices.Contains(show.Capabilities, "thinking"); got != want {
+		t.Errorf("/api/show capabilities %v; thinking listed %v, want %v", show.Capabilities, got, want)
+	}
+}
+
 func TestReasoningSplit(t *testing.T) {
 	ts := startServer(t, func(c *serverConfig) { c.model = templateModel(t, prefillTemplate) })
 	const n = 12
 	want := ts.thinkingOf(t, chatML("hello")+"<think>\n", n)
+	ts.wantThinkingCapability(t, true)
 	msgs := `[{"role":"user","content":"hello"}]`
 	greedy := fmt.Sprintf(`"model":"chat-tiny","temperature":0,"max_tokens":%d`, n)
 
@@ -304,6 +332,7 @@ func TestReasoningOff(t *testing.T) {
 func TestReasoningNotOpened(t *testing.T) {
 	ts := startServer(t, func(c *serverConfig) { c.model = templateModel(t, qwen3Template) })
 	want := ts.rawText(t, chatML("hello"), 12)
+	ts.wantThinkingCapability(t, true)
 	if strings.HasPrefix(strings.TrimSpace(want), "<think>") {
 		t.Fatalf("the test model opened a thinking block (%q): choose another prompt", want)
 	}
@@ -371,4 +400,12 @@ func TestReasoningReplayed(t *testing.T) {
 	if r.Status != 400 || !strings.Contains(string(r.Body), "messages[0].reasoning_content: expected a string") {
 		t.Errorf("a numeric reasoning_content: %d %s, want a 400 naming it", r.Status, r.Body)
 	}
+}
+
+// TestThinkingCapabilityAbsent: chat-tiny's own template marks no
+// reasoning, so neither list claims thinking.
+func TestThinkingCapabilityAbsent(t *testing.T) {
+	ts := startServer(t)
+	ts.rawText(t, "hello", 2)
+	ts.wantThinkingCapability(t, false)
 }

@@ -98,6 +98,9 @@ type Server struct {
 	caps   map[string][]string // by checkpoint directory: what the engine reported when it was loaded
 
 	metrics *metrics.Metrics // GET /metrics
+
+	transcribeOnce sync.Once
+	transcribeSet  *transcriberSet // Whisper models (transcribe.go)
 }
 
 // errShuttingDown is how a request stopped by Shutdown ends: a 503, or a
@@ -180,6 +183,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	err := hs.Shutdown(drain)
 	s.haltWith(errShuttingDown)
 	if err == nil {
+		s.transcribers().close()
 		return nil
 	}
 	grace, cancelGrace := context.WithTimeout(context.Background(), finalGrace)
@@ -219,6 +223,8 @@ func (s *Server) handler(addr net.Addr) http.Handler {
 	e.POST("/api/chat", s.ollamaChat)
 	e.POST("/api/show", s.show)
 	e.POST("/api/generate", s.ollamaGenerate)
+	e.POST("/api/embed", s.ollamaEmbed)
+	e.POST("/api/embeddings", s.ollamaEmbeddings)
 	e.DELETE("/api/delete", s.deleteModel)
 	e.POST("/api/copy", s.copyModel)
 
@@ -226,9 +232,12 @@ func (s *Server) handler(addr net.Addr) http.Handler {
 	e.GET("/v1/models/*", s.model)
 	e.POST("/v1/chat/completions", s.chat)
 	e.POST("/v1/completions", s.completions)
+	e.POST("/v1/embeddings", s.embeddings)
 	e.POST("/v1/messages", s.messages)
 	e.POST("/v1/messages/count_tokens", s.countTokens)
 	e.POST("/v1/responses", s.responses)
+	e.POST("/v1/audio/transcriptions", s.transcribe("transcribe"))
+	e.POST("/v1/audio/translations", s.transcribe("translate"))
 
 	// The web chat: every other GET (and HEAD) path, so a typo under /v1/
 	// or /api/ still gets a JSON 404.

@@ -187,7 +187,8 @@ func (o Options) synthesize() (string, error) {
 // reads: every tensor, except that an untied embedding table is read one
 // row at a time (a tied one is read whole as the output head), and so is
 // a table of per-layer input embeddings (Gemma 4's embed_tokens_per_layer);
-// the towers and their projectors run once per picture, not per token.
+// the towers and their projectors run once per picture or clip, not per
+// token.
 func (r *Report) weightBytes(ck *checkpoint.Checkpoint) {
 	sum := ck.Weights
 	r.WeightBytes = sum.Bytes
@@ -197,11 +198,19 @@ func (r *Report) weightBytes(ck *checkpoint.Checkpoint) {
 	for _, t := range sum.Tensors {
 		base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(t.Name, ".weight"), ".scales"), ".biases")
 		if strings.HasSuffix(base, "embed_tokens_per_layer") || (!tied && strings.HasSuffix(base, "embed_tokens")) ||
-			checkpoint.TowerTensor(t.Name) != 0 || strings.Contains(t.Name, "multi_modal_projector.") {
+			towerSide(t.Name) {
 			rowWise += t.Length
 		}
 	}
 	r.WeightBytesPerToken = sum.Bytes - rowWise
+}
+
+// towerSide reports whether a tensor belongs to a tower or the projector
+// into the decoder (Gemma 3's multi_modal_projector, Gemma 4's
+// embed_audio and embed_vision).
+func towerSide(name string) bool {
+	return checkpoint.TowerTensor(name) != 0 || strings.Contains(name, "multi_modal_projector.") ||
+		strings.Contains(name, "embed_audio.") || strings.Contains(name, "embed_vision.")
 }
 
 // bandwidth measures the streaming-read bandwidth of the memory the
@@ -301,6 +310,9 @@ func (r *Report) measure(ctx context.Context, ck *checkpoint.Checkpoint, opt Opt
 	}
 	r.DecodeFractionOfBound = median(r.Samples.DecodeFraction)
 	if err := r.measureImage(ctx, m, ck, opt); err != nil {
+		return err
+	}
+	if err := r.measureAudio(ctx, m, ck, opt); err != nil {
 		return err
 	}
 	if opt.Profile {

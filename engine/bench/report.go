@@ -10,10 +10,11 @@ import (
 	"text/tabwriter"
 	"time"
 
-	gcpu "github.com/shirou/gopsutil/v4/cpu"
-	"github.com/shirou/gopsutil/v4/load"
 	"hearth/engine"
 	"hearth/engine/tensor"
+
+	gcpu "github.com/shirou/gopsutil/v4/cpu"
+	"github.com/shirou/gopsutil/v4/load"
 )
 
 // Report is what Run measured. Times are medians over the repeats; Samples
@@ -63,6 +64,9 @@ type Report struct {
 	// Image is one picture through the vision tower and in a prompt, for
 	// a model that has one (nil otherwise).
 	Image *ImageReport `json:"image,omitempty"`
+	// Audio is one clip through the audio tower and in a prompt, for a
+	// model that has one (nil otherwise).
+	Audio *AudioReport `json:"audio,omitempty"`
 
 	Repeats int `json:"repeats"`
 	Samples struct {
@@ -75,6 +79,9 @@ type Report struct {
 		HostWaitUs     []float64 `json:"host_wait_us_per_token,omitempty"`
 		ImageEncodeMs  []float64 `json:"image_encode_ms,omitempty"`
 		ImageTTFTMs    []float64 `json:"image_ttft_ms,omitempty"`
+		AudioExtractMs []float64 `json:"audio_extract_ms,omitempty"`
+		AudioTowerMs   []float64 `json:"audio_tower_ms,omitempty"`
+		AudioTTFTMs    []float64 `json:"audio_ttft_ms,omitempty"`
 	} `json:"samples"`
 }
 
@@ -185,6 +192,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if im := r.Image; im != nil {
 		fmt.Fprintf(w, "image      a %d×%d picture: %.0f ms to encode (processor and tower, %d soft tokens); TTFT %.0f ms with it in a %d-token prompt\n",
 			im.Width, im.Height, im.EncodeMs, im.Tokens, im.TTFTMs, im.PromptTokens)
+	}
+	if a := r.Audio; a != nil {
+		fmt.Fprintf(w, "audio      a %g s %g kHz clip: %.0f ms to resample and extract features, %.0f ms in the tower (%.1f ms per second of audio, %d soft tokens); TTFT %.0f ms with it in a %d-token prompt\n",
+			a.Seconds, float64(a.Rate)/1000, a.ExtractMs, a.TowerMs, a.TowerMsPerSecond, a.Tokens, a.TTFTMs, a.PromptTokens)
 	}
 	fmt.Fprintf(w, "peak RSS   %.2f GB\n", float64(r.PeakRSSBytes)/1e9)
 	fmt.Fprintf(w, "(medians of %d runs)\n", r.Repeats)

@@ -49,6 +49,45 @@ type Gemma4Shape struct {
 	DoubleWideMLP  bool    // use_double_wide_mlp (the shared layers' MLPs twice as wide)
 	FullRopeTheta  float64 // proportional rope of the full layers (RopeTheta: the sliding ones')
 	FullRotary     float64 // its partial_rotary_factor
+	// Audio makes the shape a Gemma4ForConditionalGeneration (model_type
+	// gemma4) with this audio tower (engine/tower/gemma4audio); nil: the
+	// text decoder alone.
+	Audio *Gemma4AudioShape
+	// Vision does the same with this vision tower
+	// (engine/tower/gemma4vision).
+	Vision *Gemma4VisionShape
+}
+
+// multimodal reports whether the shape is a Gemma4ForConditionalGeneration
+// with a tower.
+func (g *Gemma4Shape) multimodal() bool { return g.Audio != nil || g.Vision != nil }
+
+// Gemma4VisionShape is a Gemma 4 vision_config (Gemma4VisionConfig's
+// keys), its image processor's soft-token budget and the special tokens
+// that hold a picture in a prompt.
+type Gemma4VisionShape struct {
+	Hidden, Intermediate, Layers, Heads, KVHeads, HeadDim int
+	PatchSize, Pool, PosSize                              int // patch_size, pooling_kernel_size, position_embedding_size
+	Clipped, Standardize                                  bool
+	// MaxSoftTokens is the image processor's max_soft_tokens.
+	MaxSoftTokens int
+	// BOI, EOI, Image and Video are boi_token_id, eoi_token_id,
+	// image_token_id and video_token_id.
+	BOI, EOI, Image, Video int
+}
+
+// Gemma4AudioShape is a Gemma 4 audio_config (Gemma4AudioConfig's keys)
+// and the special tokens that hold a clip in a prompt.
+type Gemma4AudioShape struct {
+	Hidden, Layers, Heads            int
+	Channels                         [2]int // subsampling_conv_channels
+	ConvKernel                       int
+	Chunk, ContextLeft, ContextRight int // attention_chunk_size, attention_context_left, _right
+	LogitCap                         float64
+	OutDims                          int // output_proj_dims
+	// Token, BOA and EOA are audio_token_id, boa_token_id and
+	// eoa_token_index.
+	Token, BOA, EOA int
 }
 
 // Qwen35Shape is what a dense Qwen 3.5 text decoder (model_type
@@ -62,6 +101,25 @@ type Qwen35Shape struct {
 	ValueHeads    int // linear_num_value_heads
 	FullEvery     int // full_attention_interval: every FullEvery-th layer is full attention
 	PartialRotary float64
+	// Vision makes the shape a Qwen3_5ForConditionalGeneration (model_type
+	// qwen3_5) with this vision tower (engine/tower/qwenvl); nil: the text
+	// decoder alone.
+	Vision *QwenVisionShape
+}
+
+// QwenVisionShape is a Qwen 3.5 vision_config (Qwen3_5VisionConfig's
+// keys), its image processor's pixel bounds, the decoder's mRoPE split
+// (which only a model with the tower needs) and the special tokens.
+type QwenVisionShape struct {
+	Depth, Hidden, Intermediate, Heads int
+	PatchSize, Merge, Temporal, NumPos int // patch_size, spatial_merge_size, temporal_patch_size, num_position_embeddings
+	// MinPixels and MaxPixels are the processor's size.shortest_edge and
+	// size.longest_edge, smart_resize's bounds.
+	MinPixels, MaxPixels int
+	MRopeSection         [3]int // text_config.rope_parameters.mrope_section
+	// Image, Video, Start and End are image_token_id, video_token_id,
+	// vision_start_token_id and vision_end_token_id.
+	Image, Video, Start, End int
 }
 
 // layerTypes is the layer_types list of a targeted family's shape.
@@ -133,8 +191,8 @@ var shapes = map[string]Shape{
 	// final cap 30). Less certain: max_position_embeddings (131072, from
 	// the same test; it only sizes the rope tables) and the rope thetas
 	// (10000 sliding, 1e6 full, partial 0.25: the same test and
-	// Megatron-Bridge). The audio and vision towers are not part of the
-	// shape (this port runs text only).
+	// Megatron-Bridge). The towers are not part of this shape;
+	// gemma-4-e4b-audio (init, below) adds the audio tower.
 	"gemma-4-e4b": {
 		Name: "gemma-4-e4b", ModelType: "gemma4_text",
 		HiddenSize: 2560, IntermediateSize: 10240, NumHiddenLayers: 42,
@@ -213,16 +271,157 @@ var qwen35Published = Qwen35Shape{
 	FullEvery: 4, PartialRotary: 0.25,
 }
 
+// The tiny shapes for tests, which Shapes leaves out (their names start
+// with "test-").
 const (
-	testShape       = "test-tiny"
-	testVisionShape = "test-tiny-vision"
+	testShape             = "test-tiny"
+	testVisionShape       = "test-tiny-vision"
+	testAudioShape        = "test-tiny-audio"
+	testQwenVisionShape   = "test-tiny-qwen-vision"
+	testGemma4VisionShape = "test-tiny-gemma4-vision"
 )
+
+// gemma4AudioPublished is the audio tower of Gemma 4 E2B and E4B (one
+// audio_config for both): transformers 5.17's Gemma4AudioConfig defaults,
+// which are the released checkpoints' values as ollama's Gemma 4 port
+// pins them (ollama/ollama, x/models/gemma4, TestParseReleasedAudioConfig):
+// a 12-layer conformer 1024 wide (8 heads), subsampling channels 128 and
+// 32, light conv kernel 5, chunks of 12 seeing 12 frames back, logits
+// capped at 50, output 1536 wide; the special tokens are Gemma4Config's
+// defaults.
+var gemma4AudioPublished = Gemma4AudioShape{
+	Hidden: 1024, Layers: 12, Heads: 8, Channels: [2]int{128, 32}, ConvKernel: 5,
+	Chunk: 12, ContextLeft: 13, ContextRight: 0, LogitCap: 50, OutDims: 1536,
+	Token: 258881, BOA: 256000, EOA: 258883,
+}
+
+// testAudio is a tiny audio tower of the same structure (the 128
+// channels of the first subsampling convolution are the mel bins, which
+// the reference's projection needs), its tokens the last of a 320-token
+// vocabulary.
+var testAudio = Gemma4AudioShape{
+	Hidden: 32, Layers: 2, Heads: 2, Channels: [2]int{128, 8}, ConvKernel: 5,
+	Chunk: 12, ContextLeft: 13, ContextRight: 0, LogitCap: 50, OutDims: 48,
+	Token: 317, BOA: 318, EOA: 319,
+}
+
+// withAudio is Gemma 4 shape s with audio tower a, named name.
+func withAudio(s Shape, name string, a Gemma4AudioShape) Shape {
+	g := *s.Gemma4
+	g.Audio = &a
+	s.Name, s.ModelType, s.Gemma4 = name, "gemma4", &g
+	return s
+}
+
+// gemma4VisionPublished is the vision tower of Gemma 4 E2B and E4B:
+// transformers 5.17's Gemma4VisionConfig defaults (16 layers 768 wide, 12
+// heads of 64, patches of 16 pooled 3×3, a 10240-row position table),
+// which are the E-models' tower, with use_clipped_linears on as the
+// E-models' audio_config has it (a third-party writer of full Gemma 4
+// configs agrees: 768 wide, 12 heads, clipped, not standardized for the
+// models narrower than 2816; no E4B config.json was reachable to read the
+// flag from). The processor's budget is
+// Gemma4ImageProcessor's default max_soft_tokens, 280; the special tokens
+// are Gemma4Config's defaults.
+var gemma4VisionPublished = Gemma4VisionShape{
+	Hidden: 768, Intermediate: 3072, Layers: 16, Heads: 12, KVHeads: 12, HeadDim: 64,
+	PatchSize: 16, Pool: 3, PosSize: 10240, Clipped: true, MaxSoftTokens: 280,
+	BOI: 255999, EOI: 258882, Image: 258880, Video: 258884,
+}
+
+// testGemma4Vision is a tiny tower of the same structure (grouped KV
+// heads, clipped linears, standardization), its tokens the last of a
+// 320-token vocabulary; the budget of 70 soft tokens (the smallest the
+// processor takes) makes the bench picture 630 patches of 8×8.
+var testGemma4Vision = Gemma4VisionShape{
+	Hidden: 32, Intermediate: 64, Layers: 2, Heads: 2, KVHeads: 1, HeadDim: 16,
+	PatchSize: 8, Pool: 3, PosSize: 64, Clipped: true, Standardize: true, MaxSoftTokens: 70,
+	BOI: 316, EOI: 317, Image: 318, Video: 319,
+}
+
+// withGemma4Vision is Gemma 4 shape s with vision tower v, named name.
+func withGemma4Vision(s Shape, name string, v Gemma4VisionShape) Shape {
+	g := *s.Gemma4
+	g.Vision = &v
+	s.Name, s.ModelType, s.Gemma4 = name, "gemma4", &g
+	return s
+}
+
+// qwenVisionPublished is Qwen 3.5 4B's vision tower. The published
+// config as engine/family/qwen35/testdata/configs/qwen3.5-4b.json holds
+// it keeps only out_hidden_size (2560, the decoder's width), so the rest
+// are transformers 5.17's Qwen3_5VisionConfig defaults (27 blocks 1152
+// wide, 16 heads, MLP 4304, patches of 16, 2×2 merge, 2 frames per
+// temporal patch, a 48×48 position grid); the processor is the
+// checkpoints' (Qwen3VLProcessor: size shortest_edge 65536, longest_edge
+// 16777216, mean and std 0.5), the mRoPE split the text_config's [11, 11,
+// 10], the special tokens Qwen3_5Config's defaults.
+var qwenVisionPublished = QwenVisionShape{
+	Depth: 27, Hidden: 1152, Intermediate: 4304, Heads: 16,
+	PatchSize: 16, Merge: 2, Temporal: 2, NumPos: 2304,
+	MinPixels: 65536, MaxPixels: 16777216, MRopeSection: [3]int{11, 11, 10},
+	Image: 248056, Video: 248057, Start: 248053, End: 248054,
+}
+
+// testQwenVision is a tiny tower of the same structure, its tokens the
+// last of a 320-token vocabulary; its pixel bounds make the bench picture
+// 128×96 (16×12 patches of 8, 48 soft tokens). Its mRoPE split is for a
+// head of 32 with a quarter of it rotated.
+var testQwenVision = QwenVisionShape{
+	Depth: 2, Hidden: 32, Intermediate: 64, Heads: 2,
+	PatchSize: 8, Merge: 2, Temporal: 2, NumPos: 36,
+	MinPixels: 256, MaxPixels: 128 * 96, MRopeSection: [3]int{2, 1, 1},
+	Image: 316, Video: 317, Start: 318, End: 319,
+}
+
+// withQwenVision is Qwen 3.5 shape s with vision tower v, named name.
+func withQwenVision(s Shape, name string, v QwenVisionShape) Shape {
+	d := *s.Qwen35
+	d.Vision = &v
+	s.Name, s.ModelType, s.Qwen35 = name, "qwen3_5", &d
+	return s
+}
+
+// testGemma4 is a tiny Gemma 4 text decoder named name (sliding and
+// full layers, shared KV, per-layer inputs), for the tiny towers' tests.
+func testGemma4(name string) Shape {
+	return Shape{
+		Name: name, ModelType: "gemma4_text",
+		HiddenSize: 64, IntermediateSize: 128, NumHiddenLayers: 4,
+		NumAttentionHeads: 4, NumKeyValueHeads: 2, HeadDim: 16, VocabSize: 320,
+		TieWordEmbeddings: true, RMSNormEps: 1e-6, RopeTheta: 10000, MaxPosition: 4096,
+		Gemma4: &Gemma4Shape{
+			GlobalHeadDim: 32, PerLayerInput: 64, PerLayerVocab: 320, KVSharedLayers: 2,
+			SlidingWindow: 8, FullEvery: 2, FinalSoftcap: 30, FullRopeTheta: 1e6, FullRotary: 0.25,
+		},
+	}
+}
+
+func init() {
+	// Gemma 4 E4B whole: its text decoder and its audio tower. A shape of
+	// its own, so gemma-4-e4b's text-only numbers and checkpoints stay as
+	// they were.
+	shapes["gemma-4-e4b-audio"] = withAudio(shapes["gemma-4-e4b"], "gemma-4-e4b-audio", gemma4AudioPublished)
+	// Gemma 4 E4B and Qwen 3.5 4B with their vision towers, likewise
+	shapes["gemma-4-e4b-vision"] = withGemma4Vision(shapes["gemma-4-e4b"], "gemma-4-e4b-vision", gemma4VisionPublished)
+	shapes["qwen3.5-4b-vision"] = withQwenVision(shapes["qwen3.5-4b"], "qwen3.5-4b-vision", qwenVisionPublished)
+	// tiny ones, for tests
+	shapes[testAudioShape] = withAudio(testGemma4(testAudioShape), testAudioShape, testAudio)
+	shapes[testGemma4VisionShape] = withGemma4Vision(testGemma4(testGemma4VisionShape), testGemma4VisionShape, testGemma4Vision)
+	shapes[testQwenVisionShape] = withQwenVision(Shape{
+		Name: testQwenVisionShape, ModelType: "qwen3_5_text",
+		HiddenSize: 64, IntermediateSize: 128, NumHiddenLayers: 2,
+		NumAttentionHeads: 2, NumKeyValueHeads: 1, HeadDim: 32, VocabSize: 320,
+		TieWordEmbeddings: true, RMSNormEps: 1e-6, RopeTheta: 1e6, MaxPosition: 4096,
+		Qwen35: &Qwen35Shape{ConvKernel: 4, KeyHeadDim: 32, ValueHeadDim: 32, KeyHeads: 1, ValueHeads: 2, FullEvery: 2, PartialRotary: 0.25},
+	}, testQwenVisionShape, testQwenVision)
+}
 
 // Shapes lists the synthetic shape names, sorted.
 func Shapes() []string {
 	var out []string
 	for name := range shapes {
-		if name != testShape && name != testVisionShape {
+		if !strings.HasPrefix(name, "test-") {
 			out = append(out, name)
 		}
 	}
@@ -269,6 +468,12 @@ func lookupQuant(name string) (Quant, error) {
 func (s Shape) config(q Quant) map[string]any {
 	if s.Gemma3 != nil {
 		return s.gemma3Config(q)
+	}
+	if s.Gemma4 != nil && s.Gemma4.multimodal() {
+		return s.gemma4MultimodalConfig(q)
+	}
+	if s.Qwen35 != nil && s.Qwen35.Vision != nil {
+		return s.qwen35VisionConfig(q)
 	}
 	c := map[string]any{
 		"architectures":           []string{archOf(s.ModelType)},

@@ -90,10 +90,8 @@ func synthesize(dir string, s Shape, q Quant) error {
 			return fmt.Errorf("synthesize %s: %w", file, err)
 		}
 	}
-	if s.Gemma3 != nil {
-		if err := s.writeGemma3Processor(dir); err != nil {
-			return err
-		}
+	if err := s.writeProcessor(dir); err != nil {
+		return err
 	}
 	idx, err := json.MarshalIndent(map[string]any{
 		"metadata":   map[string]any{"total_size": total},
@@ -145,6 +143,10 @@ func (s Shape) shards() [][]synthTensor {
 	switch {
 	case s.Gemma3 != nil:
 		return s.gemma3Shards()
+	case s.Gemma4 != nil && s.Gemma4.multimodal():
+		return s.gemma4MultimodalShards()
+	case s.Qwen35 != nil && s.Qwen35.Vision != nil:
+		return s.qwen35VisionShards()
 	case s.Gemma4 != nil:
 		return s.gemma4Shards()
 	case s.Qwen35 != nil:

@@ -59,6 +59,9 @@ func TestTargetedShapeConfigs(t *testing.T) {
 			var params int64
 			for _, sh := range s.shards() {
 				for _, tn := range sh {
+					if towerSide(tn.name) {
+						continue // the decoder's count is checked; the towers' are their configs'
+					}
 					if tn.cols == 0 {
 						params += int64(tn.rows)
 						continue
@@ -125,11 +128,24 @@ func tinyOf(s Shape) Shape {
 		t.NumHiddenLayers = 2 * g.FullEvery
 		g.KVSharedLayers = min(g.KVSharedLayers, g.FullEvery)
 		g.PerLayerVocab, g.SlidingWindow = t.VocabSize, 4
+		if g.Audio != nil {
+			a := testAudio // its tokens fit the tiny vocabulary
+			g.Audio = &a
+		}
+		if g.Vision != nil {
+			v := testGemma4Vision
+			g.Vision = &v
+		}
 		t.Gemma4 = &g
 	case s.Qwen35 != nil:
 		d := *s.Qwen35
 		t.NumHiddenLayers = 2 * d.FullEvery
 		d.KeyHeads, d.ValueHeads = 1, 2
+		if d.Vision != nil {
+			v := testQwenVision
+			v.MRopeSection = d.Vision.MRopeSection // the head size is kept
+			d.Vision = &v
+		}
 		t.Qwen35 = &d
 	}
 	return t
@@ -179,12 +195,20 @@ func TestTargetedShapesRun(t *testing.T) {
 					t.Errorf("config %s with %d layers", ck.Config.ModelType, ck.Config.NumHiddenLayers)
 				}
 				// per token: everything but the per-layer input table
-				// (read a row at a time) and an untied embedding table
+				// (read a row at a time), an untied embedding table and
+				// the towers with their embedders (run once per clip or
+				// picture)
 				var rowWise int64
 				for _, ti := range ck.Weights.Tensors {
-					if strings.Contains(ti.Name, "embed_tokens_per_layer") || (!tiny.TieWordEmbeddings && strings.Contains(ti.Name, "embed_tokens")) {
+					if strings.Contains(ti.Name, "embed_tokens_per_layer") || (!tiny.TieWordEmbeddings && strings.Contains(ti.Name, "embed_tokens")) ||
+						strings.Contains(ti.Name, "audio_tower.") || strings.Contains(ti.Name, "embed_audio.") ||
+						strings.Contains(ti.Name, "vision_tower.") || strings.Contains(ti.Name, "embed_vision.") || strings.Contains(ti.Name, ".visual.") {
 						rowWise += ti.Length
 					}
+				}
+				vision := s.Gemma4 != nil && s.Gemma4.Vision != nil || s.Qwen35 != nil && s.Qwen35.Vision != nil
+				if im := rep.Image; (im != nil) != vision || im != nil && (im.Tokens <= 0 || im.TTFTMs <= im.EncodeMs) {
+					t.Errorf("image measurement %+v for a shape with a vision tower: %v", im, vision)
 				}
 				if s.Gemma4 != nil && rowWise == 0 {
 					t.Error("no per-layer input table")

@@ -11,7 +11,6 @@ import (
 	"hearth/engine"
 	"hearth/engine/checkpoint"
 	"hearth/engine/sample"
-	"hearth/engine/tower"
 	"hearth/media"
 )
 
@@ -203,72 +202,93 @@ const ImagePromptText = 32
 // measureImage times, for a model with a vision tower, the processor and
 // the tower on one picture (the encode) and the time to first token of a
 // prompt holding that picture between ImagePromptText tokens of text on
-// each side (processor, tower and prefill).
+// each side (processor, tower and prefill). A tower whose token count
+// follows the picture (tower.Gridded: Qwen-VL, Gemma 4) gives its grid's.
 func (r *Report) measureImage(ctx context.Context, m *engine.Model, ck *checkpoint.Checkpoint, opt Options) error {
 	vp, ok := m.VisionPrompt()
 	if !ok {
 		return nil
+	}
+	if vp.Begin < 0 || vp.End < 0 {
+		// Qwen-VL: the chat template, not the processor, writes
+		// <|vision_start|> and <|vision_end|> around the picture; they are
+		// its video prompt's per-patch delimiters
+		vid, ok := m.VideoPrompt()
+		if !ok || vid.Frames || vid.Begin < 0 || vid.End < 0 {
+			return fmt.Errorf("image prompt: the vision tower names no tokens around a picture")
+		}
+		vp.Begin, vp.End = vid.Begin, vid.End
 	}
 	proc, err := media.LoadImageProcessor(ck.Dir)
 	if err != nil {
 		return fmt.Errorf("image processor: %w", err)
 	}
 	pic := benchPicture()
-	encode := func() ([]float32, time.Duration, error) {
+	encode := func() ([]float32, [3]int, time.Duration, error) {
 		start := time.Now()
 		px, err := proc.Image(pic)
 		if err != nil {
-			return nil, 0, err
+			return nil, [3]int{}, 0, err
 		}
 		embeds, err := m.EncodeImage(ctx, px)
-		return embeds, time.Since(start), err
+		return embeds, m.ImageGrid(px), time.Since(start), err
 	}
 	// warm-up: the tower's weights read once, its plans made
-	if _, _, err := encode(); err != nil {
+	if _, _, _, err := encode(); err != nil {
 		return fmt.Errorf("image encode: %w", err)
 	}
 	var enc, ttft []float64
+	var grid [3]int
+	tokens := vp.Tokens
 	vocab := ck.Config.VocabSize
 	for i := 0; i < opt.Repeats; i++ {
 		opt.logf("image encode and prompt (%d/%d)", i+1, opt.Repeats)
-		embeds, d, err := encode()
+		embeds, g, d, err := encode()
 		if err != nil {
 			return fmt.Errorf("image encode: %w", err)
 		}
+		if grid = g; tokens == 0 {
+			tokens = g[0] * g[1] * g[2]
+		}
 		enc = append(enc, d.Seconds()*1000)
-		p, err := imagePrefill(ctx, m, vp, embeds, vocab)
+		p, err := mediaPrefill(ctx, m, vp.Begin, vp.Image, vp.End, tokens, embeds, grid, vocab, ImagePromptText)
 		if err != nil {
 			return fmt.Errorf("image prompt: %w", err)
 		}
 		ttft = append(ttft, (d+p).Seconds()*1000)
 	}
 	r.Image = &ImageReport{
-		Width: pic.Width, Height: pic.Height, Tokens: vp.Tokens,
-		PromptTokens: 2*ImagePromptText + vp.Tokens + 2,
+		Width: pic.Width, Height: pic.Height, Tokens: tokens,
+		PromptTokens: 2*ImagePromptText + tokens + 2,
 		EncodeMs:     median(enc), TTFTMs: median(ttft),
+	}
+	if grid != ([3]int{}) {
+		r.Image.Grid = grid[:]
 	}
 	r.Samples.ImageEncodeMs, r.Samples.ImageTTFTMs = enc, ttft
 	return nil
 }
 
-// imagePrefill runs the prefill of text, Begin, the picture's soft tokens,
-// End and text, up to the first token's argmax.
-func imagePrefill(ctx context.Context, m *engine.Model, vp tower.Prompt, embeds []float32, vocab int) (time.Duration, error) {
-	text := prompt(2*ImagePromptText, vocab)
-	ids := append([]int32{}, text[:ImagePromptText]...)
-	ids = append(ids, vp.Begin)
+// mediaPrefill runs the prefill of text words, begin, n × tok (their rows
+// replaced by embeds: a picture's or a clip's soft tokens, laid out as
+// grid where the tower gives one), end and text more words, up to the
+// first token's argmax.
+func mediaPrefill(ctx context.Context, m *engine.Model, begin, tok, end int32, n int, embeds []float32, grid [3]int, vocab, text int) (time.Duration, error) {
+	words := prompt(2*text, vocab)
+	ids := append([]int32{}, words[:text]...)
+	ids = append(ids, begin)
 	row := len(ids)
-	for range vp.Tokens {
-		ids = append(ids, vp.Image)
+	for range n {
+		ids = append(ids, tok)
 	}
-	ids = append(ids, vp.End)
-	ids = append(ids, text[ImagePromptText:]...)
+	ids = append(ids, end)
+	ids = append(ids, words[text:]...)
 	seq, err := m.NewSequence(len(ids) + 1)
 	if err != nil {
 		return 0, err
 	}
 	defer seq.Close()
-	if err := seq.AddMedia(engine.Media{Pos: row, Embeds: embeds}); err != nil {
+	if err := seq.AddMedia(engine.Media{Pos: row, Embeds: embeds, Grid: grid}); err != nil {
 		return 0, err
 	}
 	start := time.Now()
@@ -282,10 +302,13 @@ func imagePrefill(ctx context.Context, m *engine.Model, vp tower.Prompt, embeds 
 
 // ImageReport is the image measurement of a model with a vision tower.
 type ImageReport struct {
-	Width        int `json:"width"` // the picture, before the processor
-	Height       int `json:"height"`
-	Tokens       int `json:"tokens"` // soft tokens the tower makes
-	PromptTokens int `json:"prompt_tokens"`
+	Width  int `json:"width"` // the picture, before the processor
+	Height int `json:"height"`
+	Tokens int `json:"tokens"` // soft tokens the tower makes
+	// Grid is their (t, h, w) layout where it follows the picture
+	// (Qwen-VL, Gemma 4), absent for a fixed count.
+	Grid         []int `json:"grid,omitempty"`
+	PromptTokens int   `json:"prompt_tokens"`
 	// EncodeMs is the processor and the tower on one picture; TTFTMs
 	// that plus the prefill of the prompt holding it.
 	EncodeMs float64 `json:"encode_ms"`

@@ -20,6 +20,8 @@ type Config struct {
 	// HasVisionConfig says the config describes a vision tower
 	// (vision_config); whether the weights hold one is the checkpoint's.
 	HasVisionConfig bool
+	// HasAudioConfig is the same for an audio tower (audio_config).
+	HasAudioConfig bool
 
 	HiddenSize            int
 	IntermediateSize      int
@@ -118,6 +120,9 @@ func Parse(configJSON, generationJSON []byte) (*Config, error) {
 	c := &Config{Text: text}
 	if vc, ok := top["vision_config"]; ok && !isNull(vc) {
 		c.HasVisionConfig = true
+	}
+	if ac, ok := top["audio_config"]; ok && !isNull(ac) {
+		c.HasAudioConfig = true
 	}
 	r := reader{m: text}
 	top1 := reader{m: top}

@@ -35,6 +35,9 @@ const (
 	Audio
 	Tools
 	Embeddings
+	// Thinking: the chat template marks a reasoning block (engine/reasoning),
+	// which the API returns apart from the answer.
+	Thinking
 )
 
 // Names lists the capabilities set in c.
@@ -43,7 +46,7 @@ func (c Caps) Names() []string {
 	for _, x := range []struct {
 		c    Caps
 		name string
-	}{{Vision, "vision"}, {Audio, "audio"}, {Tools, "tools"}, {Embeddings, "embeddings"}} {
+	}{{Vision, "vision"}, {Audio, "audio"}, {Tools, "tools"}, {Embeddings, "embeddings"}, {Thinking, "thinking"}} {
 		if c&x.c != 0 {
 			out = append(out, x.name)
 		}
@@ -95,6 +98,10 @@ type Batch struct {
 	Pos       int           // position of Tokens[0]
 	Caches    []cache.Layer // one per layer
 	AllLogits bool          // logits for every token, not only the last
+	// Hidden asks for every token's final hidden state (after the final
+	// norm, before the head: [n, hidden]) instead of logits, for
+	// embeddings. A family that cannot give them returns an error.
+	Hidden bool
 	// Media are tower outputs (an image's soft tokens) that take the
 	// place of some rows' token embeddings, each whole in this batch, in
 	// row order and apart. Only with host Tokens.

@@ -34,6 +34,16 @@ func (r *Rope) Table(end int) *tensor.Rope {
 	return r.short
 }
 
+// SwitchAt is the position from which LongRoPE uses its long table (a
+// pass whose end reaches past it takes the long table for all its
+// positions), 0 for a rope with one table.
+func (r *Rope) SwitchAt() int {
+	if r.long == nil {
+		return 0
+	}
+	return r.switchAt
+}
+
 // CheckPass refuses a pass over positions [start, end) whose table differs
 // from the one the cached positions before start were rotated with. Only
 // dynamic NTK does that: past max_position_embeddings transformers

@@ -17,12 +17,11 @@ import (
 // TestQwen35Layouts holds the Qwen 3.5 entries to their goldens in the
 // layouts real checkpoints ship, which the oracle's text-only saves do not
 // cover: transformers' Qwen3_5ForConditionalGeneration (config under
-// text_config, the decoder under model.language_model., the MoE sibling's
-// vision tower under model.visual. and the multi-token-prediction head
-// under mtp.), and mlx-lm's conversion of it (the decoder under
-// language_model.model., the head at language_model.lm_head, conv1d
-// weights as [C, K, 1] and the (1 + w) norms stored with the 1 added, the
-// MoE sibling's tower under vision_tower.).
+// text_config, the decoder under model.language_model. and the
+// multi-token-prediction head under mtp.), and mlx-lm's conversion of it
+// (the decoder under language_model.model., the head at
+// language_model.lm_head, conv1d weights as [C, K, 1] and the (1 + w)
+// norms stored with the 1 added).
 func TestQwen35Layouts(t *testing.T) {
 	m, err := testmodels.Load()
 	if err != nil {
@@ -33,12 +32,13 @@ func TestQwen35Layouts(t *testing.T) {
 		extra                    []string // tensors the port must leave alone
 		mlx                      bool     // mlx-lm's sanitized weights
 	}{
-		// a qwen3_5 checkpoint's tower is read by engine/tower/qwenvl
-		// (TestQwen35Vision*), so these carry none: a partial one fails the load
+		// a qwen3_5 (qwen3_5_moe) checkpoint's tower is read by
+		// engine/tower/qwenvl (TestQwen35Vision*, TestQwen35MoeVision*), so
+		// these carry none: a partial one fails the load
 		{"qwen3_5-f32", "qwen3_5", "model.language_model.", "lm_head", []string{"mtp.fc.weight"}, false},
 		{"qwen3_5-bf16", "qwen3_5", "language_model.model.", "language_model.lm_head", nil, true},
-		{"qwen3_5_moe-f32", "qwen3_5_moe", "model.language_model.", "lm_head", []string{"model.visual.merger.linear_fc1.weight", "mtp.layers.0.mlp.gate.weight"}, false},
-		{"qwen3_5_moe-q4g64", "qwen3_5_moe", "language_model.model.", "language_model.lm_head", []string{"vision_tower.patch_embed.proj.weight"}, true},
+		{"qwen3_5_moe-f32", "qwen3_5_moe", "model.language_model.", "lm_head", []string{"mtp.layers.0.mlp.gate.weight"}, false},
+		{"qwen3_5_moe-q4g64", "qwen3_5_moe", "language_model.model.", "language_model.lm_head", nil, true},
 	} {
 		e, ok := m.Find(tc.entry)
 		if !ok {
@@ -84,18 +84,26 @@ func sanitize(t *testing.T, w *tensor.Weight) {
 	w.DType, w.Data = tensor.F32, data
 }
 
-// TestQwen35PartialTower: a qwen3_5 checkpoint's vision tower is read, not
-// skipped, so one that lacks tensors fails the load, naming a tower tensor.
+// TestQwen35PartialTower: a qwen3_5 (and qwen3_5_moe) checkpoint's vision
+// tower is read, not skipped, so one that lacks tensors fails the load,
+// naming a tower tensor.
 func TestQwen35PartialTower(t *testing.T) {
+	for _, entry := range []string{"qwen3_5-f32", "qwen3_5_moe-f32"} {
+		t.Run(entry, func(t *testing.T) { partialTower(t, entry) })
+	}
+}
+
+func partialTower(t *testing.T, entry string) {
 	m, err := testmodels.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, ok := m.Find("qwen3_5-f32")
+	e, ok := m.Find(entry)
 	if !ok {
-		t.Fatal("no manifest entry qwen3_5-f32")
+		t.Fatalf("no manifest entry %s", entry)
 	}
-	l := layout{top: "qwen3_5", arch: "Qwen3_5ForConditionalGeneration",
+	top := strings.TrimSuffix(entry, "-f32")
+	l := layout{top: top, arch: "Qwen3_5ForConditionalGeneration",
 		vision: map[string]any{"depth": 1, "hidden_size": 8, "num_heads": 2, "out_hidden_size": 64, "num_position_embeddings": 4},
 		prefix: "model.language_model.", head: "lm_head", extra: []string{"model.visual.blocks.0.attn.qkv.weight"}}
 	dir := l.copyAs(t, e.Dir)
@@ -108,7 +116,7 @@ func TestQwen35PartialTower(t *testing.T) {
 	if err := json.Unmarshal(raw, &cfg); err != nil {
 		t.Fatal(err)
 	}
-	cfg["image_token_id"], cfg["vision_start_token_id"], cfg["vision_end_token_id"] = 509, 507, 508
+	cfg["image_token_id"], cfg["vision_start_token_id"], cfg["vision_end_token_id"], cfg["video_token_id"] = 509, 507, 508, 510
 	if raw, err = json.Marshal(cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +126,7 @@ func TestQwen35PartialTower(t *testing.T) {
 	model, err := engine.Load(dir, engine.Options{Backend: "cpu"})
 	if err == nil {
 		model.Close()
-		t.Fatal("a qwen3_5 checkpoint with a partial vision tower loaded")
+		t.Fatalf("a %s checkpoint with a partial vision tower loaded", top)
 	}
 	if !strings.Contains(err.Error(), "model.visual.") {
 		t.Fatalf("load error %q names no tower tensor", err)

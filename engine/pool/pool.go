@@ -175,6 +175,15 @@ func (p *Pool) resolve(name string) (Model, error) {
 	return p.opt.Resolve(name)
 }
 
+// Resolve names the checkpoint a request for name is served from (the
+// default for ""), without loading it: routes that run a model outside
+// the pool (Whisper transcription) find their checkpoint through it.
+func (p *Pool) Resolve(name string) (Model, error) { return p.resolve(name) }
+
+// LoadOptions are the engine options the pool loads models with (the
+// backend, threads), for models run outside it.
+func (p *Pool) LoadOptions() engine.Options { return p.opt.Runner.Options }
+
 // Get is Acquire with the pool's default keep-alive.
 func (p *Pool) Get(ctx context.Context, name string) (*engine.Runner, func(), error) {
 	return p.Acquire(ctx, name, nil)

@@ -153,6 +153,9 @@ func (e *CatalogEntry) derive() error {
 		if !cfg.HasVisionConfig {
 			towers &^= family.Vision
 		}
+		if !cfg.HasAudioConfig {
+			towers &^= family.Audio
+		}
 		e.Family, e.Tier, e.Capabilities = fam.Name, string(fam.Tier), capabilities(fam.Caps|towers, towers)
 	}
 	return nil

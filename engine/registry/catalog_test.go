@@ -451,3 +451,15 @@ func TestRecordVision(t *testing.T) {
 		t.Errorf("without a tower: %v", without.Capabilities)
 	}
 }
+
+// TestRecordVideo: `video` is listed before a load where the vision tower
+// takes clips and the checkpoint has a video processor (Qwen 3.5, Gemma
+// 4), not for Gemma 3's tower, which takes pictures only.
+func TestRecordVideo(t *testing.T) {
+	for entry, want := range map[string]bool{"qwen3_5_vision-f32": true, "gemma4_vision-f32": true, "gemma3_vision-f32": false} {
+		r := classify(filepath.Join(testmodels.Root(), entry), "test/"+entry, "", nil, nil)
+		if r.Err() != nil || slices.Contains(r.Capabilities, "video") != want {
+			t.Errorf("%s: capabilities %v (%v); video listed should be %v", entry, r.Capabilities, r.Err(), want)
+		}
+	}
+}

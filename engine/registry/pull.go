@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -308,12 +309,17 @@ func (p *puller) pick(all []repoFile) []repoFile {
 	return out
 }
 
+// stModule names a sentence-transformers module's folder ("1_Pooling").
+var stModule = regexp.MustCompile(`^[0-9]+_[A-Za-z]+$`)
+
 // WantFiles returns the filter Pull uses by default for a repo holding
 // names: the top-level files Hearth reads — configs and other JSON,
 // model*.safetensors (any *.safetensors when there is none of those, never
 // both a model's own shards and a duplicate "consolidated" copy),
-// tokenizer files, chat templates, the model card and license — and
-// nothing in subfolders (original/, onnx/, gguf copies).
+// tokenizer files, chat templates, the model card and license — and in
+// subfolders only a sentence-transformers module's config.json
+// (1_Pooling/config.json: how an embedding model pools), nothing else
+// (original/, onnx/, gguf copies).
 func WantFiles(names []string) func(string) bool {
 	hasModel := false
 	for _, n := range names {
@@ -322,8 +328,8 @@ func WantFiles(names []string) func(string) bool {
 		}
 	}
 	return func(n string) bool {
-		if strings.Contains(n, "/") {
-			return false
+		if dir, file, ok := strings.Cut(n, "/"); ok {
+			return file == "config.json" && stModule.MatchString(dir)
 		}
 		ext := filepath.Ext(n)
 		switch {

@@ -252,8 +252,9 @@ func TestWantFiles(t *testing.T) {
 	}{
 		{[]string{"config.json", "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors", "model.safetensors.index.json",
 			"consolidated.safetensors", "params.json", "tokenizer.json", "tokenizer.model", "chat_template.jinja", "merges.txt",
-			"README.md", "LICENSE", ".gitattributes", "pytorch_model.bin", "original/model.safetensors", "onnx/model.onnx", "model.gguf"},
-			"config.json model-00001-of-00002.safetensors model-00002-of-00002.safetensors model.safetensors.index.json params.json tokenizer.json tokenizer.model chat_template.jinja merges.txt README.md LICENSE"},
+			"README.md", "LICENSE", ".gitattributes", "pytorch_model.bin", "original/model.safetensors", "onnx/model.onnx", "model.gguf",
+			"modules.json", "1_Pooling/config.json", "2_Dense/model.safetensors", "onnx/config.json", "1_Pooling/x/config.json"},
+			"config.json model-00001-of-00002.safetensors model-00002-of-00002.safetensors model.safetensors.index.json params.json tokenizer.json tokenizer.model chat_template.jinja merges.txt README.md LICENSE modules.json 1_Pooling/config.json"},
 		{[]string{"config.json", "weights.safetensors", "pytorch_model.bin"}, "config.json weights.safetensors"},
 	}
 	for _, tt := range tests {

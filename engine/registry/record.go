@@ -16,10 +16,13 @@ import (
 
 	"hearth/engine/checkpoint"
 	"hearth/engine/config"
+	"hearth/engine/embedding"
 	"hearth/engine/families"
 	"hearth/engine/family"
 	"hearth/engine/fit"
 	"hearth/engine/template"
+	"hearth/engine/whisper"
+	"hearth/media"
 )
 
 // Support tiers of a Record.
@@ -121,6 +124,10 @@ func classify(dir, id, revision string, refs []string, profiles []ExactProfile) 
 		rec.Reason = err.Error()
 		return rec
 	}
+	if whisper.Detect(dir) {
+		// Not a text decoder: its config has none of their keys.
+		return classifyWhisper(rec, dir, fail)
+	}
 	ck, readErr := checkpoint.Read(dir)
 	if errors.Is(readErr, checkpoint.ErrNoConfig) {
 		return fail(errors.New("no config.json (not a model directory, or an incomplete download; run hearth pull again)"))
@@ -156,10 +163,28 @@ func classify(dir, id, revision string, refs []string, profiles []ExactProfile) 
 	rec.Tier = string(prof.Tier)
 	rec.Fidelity = prof.Fidelity
 	rec.Capabilities = capabilities(fam.Caps|families.Towers(cfg, fam), present)
+	if slices.Contains(rec.Capabilities, "vision") && families.TakesVideo(cfg) && hasVideoProcessor(dir) {
+		rec.Capabilities = append(rec.Capabilities, "video")
+		sort.Strings(rec.Capabilities)
+	}
+	// Embeddings where the checkpoint says how to pool (its
+	// sentence-transformers files) and the family gives hidden states, as
+	// the loaded runner decides (engine.Runner.Embed).
+	if _, err := embedding.Read(dir); err == nil && fam.Tier == family.Generic && !slices.Contains(rec.Capabilities, "embeddings") {
+		rec.Capabilities = append(rec.Capabilities, "embeddings")
+		sort.Strings(rec.Capabilities)
+	}
 	if err := dryRender(dir); err != nil {
 		return fail(err)
 	}
 	return rec
+}
+
+// hasVideoProcessor reports whether dir's processor configs define a video
+// processor, as the loaded model needs to take clips.
+func hasVideoProcessor(dir string) bool {
+	p, err := media.LoadImageProcessor(dir)
+	return err == nil && p.VideoProcessor != nil
 }
 
 // dryMessages is the conversation a chat template must render for its

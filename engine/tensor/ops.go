@@ -40,6 +40,8 @@ const (
 	OpGatedDeltaRule    // the gated delta-rule scan over a recurrent state (deltanet.go)
 	OpSplice            // rows of x replaced by rows of src (media.go)
 	OpAvgPool2d         // mean of k×k blocks of a grid of rows (media.go)
+	OpClamp             // min(max(x, F[0]), F[1]) (media.go)
+	OpRelAttention      // local self-attention with a relative position term (media.go)
 	numOps
 )
 
@@ -52,7 +54,7 @@ var opNames = [...]string{
 	OpRoute: "Route", OpExpertMatMul: "ExpertMatMul", OpExpertSum: "ExpertSum",
 	OpArgmax:  "Argmax",
 	OpSigmoid: "Sigmoid", OpSoftplus: "Softplus", OpCausalConv1d: "CausalConv1d", OpGatedDeltaRule: "GatedDeltaRule",
-	OpSplice: "Splice", OpAvgPool2d: "AvgPool2d",
+	OpSplice: "Splice", OpAvgPool2d: "AvgPool2d", OpClamp: "Clamp", OpRelAttention: "RelAttention",
 }
 
 func (o Op) String() string {

@@ -2,7 +2,7 @@
 // Anthropic and Ollama JavaScript clients, the way an application would,
 // and fails (exit 1) when anything does not behave like the real APIs.
 //
-//   node check.mjs [BASE_URL] [MODEL] [TOOL_MODEL] [THINK_MODEL]
+//   node check.mjs [BASE_URL] [MODEL] [TOOL_MODEL] [THINK_MODEL] [WHISPER_MODEL] [AUDIO_MODEL] [EMBED_MODEL]
 //
 // MODEL defaults to hearth/starter. TOOL_MODEL, when given, is a model in
 // the cache whose chat template has a tool-call format: the function-tool
@@ -10,10 +10,17 @@
 // pulls a throwaway one); leave it out against a server with models you
 // keep. THINK_MODEL, when given, is a model whose replies are thinking (a
 // chat template that opens a <think> block): the reasoning fields are
-// checked on it, whole and through each SDK's stream accumulator. It
-// prints one line per check and a JSON summary on the last line.
+// checked on it, whole and through each SDK's stream accumulator.
+// WHISPER_MODEL, when given, is a Whisper checkpoint: audio.transcriptions
+// and audio.translations run on it, in every response format. AUDIO_MODEL,
+// when given, is a chat model that takes audio: an input_audio part is
+// answered, and audio.transcriptions runs on it too. EMBED_MODEL, when
+// given, is an embedding model (sentence-transformers pooling):
+// embeddings.create (base64, the SDK's default, and float, with dimensions),
+// ollama.embed and ollama.embeddings run on it. It prints one line
+// per check and a JSON summary on the last line.
 
-import OpenAI from "openai";
+import OpenAI, { toFile } from "openai";
 import Anthropic from "@anthropic-ai/sdk";
 import { Ollama } from "ollama";
 
@@ -21,6 +28,9 @@ const base = process.argv[2] ?? process.env.HEARTH_URL ?? "http://127.0.0.1:1143
 const model = process.argv[3] ?? "hearth/starter";
 const toolModel = process.argv[4];
 const thinkModel = process.argv[5];
+const whisperModel = process.argv[6];
+const audioModel = process.argv[7];
+const embedModel = process.argv[8];
 
 const openai = new OpenAI({ baseURL: `${base}/v1`, apiKey: "not-needed", maxRetries: 0 });
 const anthropic = new Anthropic({ baseURL: base, apiKey: "not-needed", maxRetries: 0 });
@@ -164,10 +174,10 @@ check("completions.create logprobs", comp.choices[0].logprobs.tokens.length === 
 
 // Errors arrive as the SDK's typed errors.
 try {
-  await openai.chat.completions.create({ model, messages, n: 2 });
-  check("n=2 is refused", false, "no error");
+  await openai.chat.completions.create({ model, messages, n: 17 });
+  check("n=17 is refused", false, "no error");
 } catch (e) {
-  check("n=2 is refused", e instanceof OpenAI.BadRequestError && e.status === 400 && /n: only 1/.test(e.message), e.message);
+  check("n=17 is refused", e instanceof OpenAI.BadRequestError && e.status === 400 && e.param === "n", e.message);
 }
 try {
   await openai.chat.completions.create({ model: "no-such/model", messages });
@@ -344,6 +354,121 @@ if (toolModel) {
     check("ollama.delete an unknown model", false, "no error");
   } catch (e) {
     check("ollama.delete an unknown model", e.name === "ResponseError" && e.status_code === 404, e.message);
+  }
+}
+
+{
+  const several = await openai.chat.completions.create({ model, messages, n: 3, seed: 5, temperature: 1, max_tokens: 4 });
+  check("chat.completions n 3", several.choices.length === 3 && several.choices.every((c, i) => c.index === i && typeof c.message.content === "string"),
+    JSON.stringify(several.choices));
+  const streamed = await openai.chat.completions.create({ model, messages, n: 2, seed: 5, temperature: 1, max_tokens: 4, stream: true });
+  const texts = ["", ""];
+  for await (const chunk of streamed) for (const c of chunk.choices) texts[c.index] += c.delta?.content ?? "";
+  check("chat.completions n 2 streamed by index", texts[0] === several.choices[0].message.content && texts[1] === several.choices[1].message.content, JSON.stringify(texts));
+}
+
+// A 1.5 s 16 kHz 16-bit mono WAV of a wobbling tone.
+const wav = (() => {
+  const rate = 16000, n = 24000;
+  const b = Buffer.alloc(44 + 2 * n);
+  b.write("RIFF", 0); b.writeUInt32LE(36 + 2 * n, 4); b.write("WAVEfmt ", 8);
+  b.writeUInt32LE(16, 16); b.writeUInt16LE(1, 20); b.writeUInt16LE(1, 22); b.writeUInt32LE(rate, 24);
+  b.writeUInt32LE(2 * rate, 28); b.writeUInt16LE(2, 32); b.writeUInt16LE(16, 34); b.write("data", 36); b.writeUInt32LE(2 * n, 40);
+  for (let i = 0; i < n; i++) {
+    const t = i / rate;
+    b.writeInt16LE(Math.round(0.4 * 32767 * Math.sin(2 * Math.PI * (220 + 80 * Math.sin(3 * t)) * t)), 44 + 2 * i);
+  }
+  return b;
+})();
+const file = () => toFile(wav, "clip.wav", { type: "audio/wav" });
+
+if (whisperModel) {
+  const listed = [];
+  for await (const m of openai.models.list()) listed.push(m);
+  const wm = listed.find((m) => m.id === whisperModel);
+  check("models.list has the Whisper model, able to transcribe", wm && (wm.capabilities ?? []).includes("transcription"), JSON.stringify(wm));
+  const plain = await openai.audio.transcriptions.create({ model: whisperModel, file: await file(), language: "en" });
+  check("audio.transcriptions.create (json)", typeof plain.text === "string", JSON.stringify(plain));
+  const text = await openai.audio.transcriptions.create({ model: whisperModel, file: await file(), language: "en", response_format: "text" });
+  check("audio.transcriptions.create (text)", typeof text === "string" && text.trim() === plain.text, JSON.stringify(text));
+  const verbose = await openai.audio.transcriptions.create({ model: whisperModel, file: await file(), language: "en", response_format: "verbose_json", timestamp_granularities: ["segment"] });
+  check("audio.transcriptions.create (verbose_json)", verbose.language === "english" && Math.abs(verbose.duration - 1.5) < 1e-6 &&
+    Array.isArray(verbose.segments) && verbose.segments.every((s, i) => s.id === i && typeof s.start === "number" && typeof s.end === "number"),
+    JSON.stringify(verbose));
+  for (const fmt of ["srt", "vtt"]) {
+    const sub = await openai.audio.transcriptions.create({ model: whisperModel, file: await file(), language: "en", response_format: fmt });
+    check(`audio.transcriptions.create (${fmt})`, typeof sub === "string" && (fmt === "srt" || sub.startsWith("WEBVTT")), JSON.stringify(sub));
+  }
+  const tr = await openai.audio.translations.create({ model: whisperModel, file: await file() });
+  check("audio.translations.create", typeof tr.text === "string", JSON.stringify(tr));
+  try {
+    await openai.audio.transcriptions.create({ model, file: await file() });
+    check("transcription with a chat model refused", false, "no error");
+  } catch (e) {
+    check("transcription with a chat model refused", e instanceof OpenAI.BadRequestError && e.param === "model", e.message);
+  }
+  try {
+    await openai.chat.completions.create({ model: whisperModel, messages });
+    check("chat with a Whisper model refused", false, "no error");
+  } catch (e) {
+    check("chat with a Whisper model refused", e instanceof OpenAI.BadRequestError && /audio\/transcriptions/.test(e.message), e.message);
+  }
+}
+
+if (audioModel) {
+  const listed = [];
+  for await (const m of openai.models.list()) listed.push(m);
+  const am = listed.find((m) => m.id === audioModel);
+  check("models.list has the audio model, able to hear", am && (am.capabilities ?? []).includes("audio"), JSON.stringify(am));
+  const heard = await openai.chat.completions.create({ model: audioModel, temperature: 0, max_tokens: 8, messages: [{ role: "user", content: [
+    { type: "input_audio", input_audio: { data: wav.toString("base64"), format: "wav" } },
+    { type: "text", text: "What is this sound?" },
+  ] }] });
+  const reply = heard.choices[0]?.message?.content;
+  check("chat.completions with an input_audio part", typeof reply === "string" && reply.length > 0 && heard.usage.prompt_tokens > 10, JSON.stringify(heard));
+  const tx = await openai.audio.transcriptions.create({ model: audioModel, file: await file(), temperature: 0 });
+  check("audio.transcriptions.create with a chat model that hears", typeof tx.text === "string" && tx.text.length > 0, JSON.stringify(tx));
+  try {
+    await openai.audio.transcriptions.create({ model: audioModel, file: await file(), response_format: "srt" });
+    check("srt from a chat model refused", false, "no error");
+  } catch (e) {
+    check("srt from a chat model refused", e instanceof OpenAI.BadRequestError && e.param === "response_format", e.message);
+  }
+  try {
+    await openai.chat.completions.create({ model, messages: [{ role: "user", content: [{ type: "input_audio", input_audio: { data: wav.toString("base64"), format: "wav" } }] }] });
+    check("input_audio to a model that does not hear refused", false, "no error");
+  } catch (e) {
+    check("input_audio to a model that does not hear refused", e instanceof OpenAI.BadRequestError && /takes no audio/.test(e.message), e.message);
+  }
+}
+
+if (embedModel) {
+  const texts = ["hello world", "hi"];
+  const close = (a, b) => a.length === b.length && a.every((x, i) => Math.abs(x - b[i]) < 1e-6);
+  const unit = (v) => Math.abs(v.reduce((s, x) => s + x * x, 0) - 1) < 1e-5;
+  // The SDK asks for base64 and decodes it when encoding_format is unset.
+  const b64 = await openai.embeddings.create({ model: embedModel, input: texts });
+  const vecs = b64.data.map((d) => d.embedding);
+  check("embeddings.create (base64)", b64.object === "list" && b64.data.length === 2 && b64.data.every((d, i) => d.index === i && d.object === "embedding") &&
+    vecs.every((v) => Array.isArray(v) && v.length > 0 && unit(v)) && !close(vecs[0], vecs[1]) &&
+    b64.usage.prompt_tokens > 0 && b64.usage.total_tokens === b64.usage.prompt_tokens, JSON.stringify({ usage: b64.usage, dims: vecs.map((v) => v.length) }));
+  const fl = await openai.embeddings.create({ model: embedModel, input: texts, encoding_format: "float" });
+  check("embeddings.create (float) agrees", fl.data.every((d, i) => close(d.embedding, vecs[i])), JSON.stringify(fl.usage));
+  const ids = await openai.embeddings.create({ model: embedModel, input: [[1, 2, 3], [4]], encoding_format: "float" });
+  check("embeddings.create (token ids)", ids.data.length === 2 && ids.usage.prompt_tokens === 4, JSON.stringify(ids.usage));
+  const short = await openai.embeddings.create({ model: embedModel, input: texts[0], dimensions: 16 });
+  check("embeddings.create dimensions", short.data[0].embedding.length === 16 && unit(short.data[0].embedding) && close(short.data[0].embedding.slice(0, 4),
+    (() => { const c = vecs[0].slice(0, 16); const n = Math.hypot(...c); return c.slice(0, 4).map((x) => x / n); })()), JSON.stringify(short.data[0].embedding.length));
+  const oe = await ollama.embed({ model: embedModel, input: texts });
+  check("ollama.embed", oe.embeddings.length === 2 && oe.embeddings.every((v, i) => close(v, vecs[i])) && oe.prompt_eval_count === b64.usage.prompt_tokens && oe.total_duration > 0,
+    JSON.stringify({ n: oe.embeddings.length, prompt_eval_count: oe.prompt_eval_count }));
+  const legacy = await ollama.embeddings({ model: embedModel, prompt: texts[0] });
+  check("ollama.embeddings (legacy)", close(legacy.embedding, vecs[0]), String(legacy.embedding?.length));
+  try {
+    await openai.embeddings.create({ model, input: "hi" });
+    check("embeddings from a chat model refused", false, "no error");
+  } catch (e) {
+    check("embeddings from a chat model refused", e instanceof OpenAI.BadRequestError && e.param === "model" && /does not support embeddings/.test(e.message), e.message);
   }
 }
 

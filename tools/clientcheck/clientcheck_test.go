@@ -3,7 +3,9 @@
 // built-in starter model, with a Hugging Face cache that holds two more
 // models pulled from stand-in hubs: chat-tiny with a tool-calling chat
 // template, for the function-tool, copy and delete checks, and chat-tiny
-// with a template that opens the thinking, for the reasoning checks. Set it up
+// with a template that opens the thinking, for the reasoning checks (and
+// more: a Whisper model, a chat model that hears, and an embedding model of
+// Qwen3-Embedding's shape for the embeddings checks). Set it up
 // with `npm ci` in tools/clientcheck.
 package clientcheck
 
@@ -23,6 +25,7 @@ import (
 	"hearth/engine/pool"
 	"hearth/engine/registry"
 	"hearth/engine/registry/registrytest"
+	"hearth/engine/whisper/whispertest"
 	"hearth/internal/testenv"
 	"hearth/internal/testmodels"
 	"hearth/web"
@@ -75,6 +78,72 @@ func tinyHub(t *testing.T, repo, tmpl string) *registrytest.Hub {
 	return h
 }
 
+// whisperRepo is the cached Whisper checkpoint check.mjs transcribes with.
+const whisperRepo = "acme/tiny-whisper"
+
+// whisperHub serves a tiny random-weight Whisper checkpoint as repo.
+func whisperHub(t *testing.T, repo string) *registrytest.Hub {
+	t.Helper()
+	dir := t.TempDir()
+	if err := whispertest.Write(dir, 13, false); err != nil {
+		t.Fatal(err)
+	}
+	return dirHub(t, repo, dir)
+}
+
+// hearingRepo is the cached chat model that takes audio (the tiny Gemma 4
+// with its audio tower) check.mjs sends input_audio parts and
+// transcriptions to.
+const hearingRepo = "acme/tiny-hearing"
+
+// embedRepo is the cached embedding model (Qwen3-Embedding's shape)
+// check.mjs embeds with.
+const embedRepo = "acme/tiny-embed"
+
+// treeHub serves every file under dir, folders included (a
+// sentence-transformers checkpoint's 1_Pooling/config.json), as repo.
+func treeHub(t *testing.T, repo, dir string) *registrytest.Hub {
+	t.Helper()
+	h := registrytest.NewHub(t, repo)
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		name, _ := filepath.Rel(dir, path)
+		h.Files[filepath.ToSlash(name)] = registrytest.File{Data: b, LFS: strings.HasSuffix(name, ".safetensors")}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// dirHub serves every file of dir but its goldens as repo.
+func dirHub(t *testing.T, repo, dir string) *registrytest.Hub {
+	t.Helper()
+	h := registrytest.NewHub(t, repo)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if e.Name() == "golden.json" {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Files[e.Name()] = registrytest.File{Data: b, LFS: strings.HasSuffix(e.Name(), ".safetensors")}
+	}
+	return h
+}
+
 func TestOfficialClients(t *testing.T) {
 	node, err := exec.LookPath("node")
 	testenv.Need(t, "node (apt-get install nodejs)", err == nil)
@@ -88,7 +157,8 @@ func TestOfficialClients(t *testing.T) {
 	}
 
 	cache := t.TempDir()
-	for _, hub := range []*registrytest.Hub{tinyHub(t, toolRepo, toolTemplate), tinyHub(t, thinkRepo, thinkTemplate)} {
+	for _, hub := range []*registrytest.Hub{tinyHub(t, toolRepo, toolTemplate), tinyHub(t, thinkRepo, thinkTemplate), whisperHub(t, whisperRepo),
+		dirHub(t, hearingRepo, filepath.Join(testmodels.Root(), "gemma4_audio-f32")), treeHub(t, embedRepo, testmodels.EmbedDir(t, "lasttoken"))} {
 		if err := registry.Pull(context.Background(), registry.PullOptions{Endpoint: hub.URL, CacheDir: cache, Repo: hub.Repo}, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -120,7 +190,7 @@ func TestOfficialClients(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, node, "check.mjs", "http://"+ln.Addr().String(), starterID, toolRepo, thinkRepo).CombinedOutput()
+	out, err := exec.CommandContext(ctx, node, "check.mjs", "http://"+ln.Addr().String(), starterID, toolRepo, thinkRepo, whisperRepo, hearingRepo, embedRepo).CombinedOutput()
 	t.Logf("check.mjs:\n%s", out)
 	if err != nil {
 		t.Fatalf("check.mjs: %v", err)

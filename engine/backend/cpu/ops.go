@@ -92,6 +92,10 @@ func (b *Backend) exec(g *tensor.Graph, i int) error {
 		return b.splice(g, i)
 	case tensor.OpAvgPool2d:
 		return b.avgPool2d(g, i)
+	case tensor.OpClamp:
+		return b.clamp(g, i)
+	case tensor.OpRelAttention:
+		return b.relAttention(g, i)
 	default:
 		return fmt.Errorf("op %v is not implemented by the cpu backend", n.Op)
 	}

@@ -8,13 +8,15 @@ import (
 	"hearth/engine/tensor"
 )
 
-// unaryExpr is each elementwise op as a WGSL expression of x (and P.c).
+// unaryExpr is each elementwise op as a WGSL expression of x (and P.c,
+// P.d: the node's F).
 var unaryExpr = map[tensor.Op]string{
 	tensor.OpScale:    "x * P.c",
 	tensor.OpSiLU:     "x / (1.0 + exp(-x))",
 	tensor.OpGELU:     "0.5 * x * (1.0 + erf1(x * 0.70710678118654752))",
 	tensor.OpGELUTanh: "0.5 * x * (1.0 + tanh1(0.79788456080286536 * (x + 0.044715 * x * x * x)))",
 	tensor.OpTanhCap:  "P.c * tanh1(x / P.c)",
+	tensor.OpClamp:    "min(max(x, P.c), P.d)",
 }
 
 // node emits the kernels of node i (one that no fusion covered).
@@ -35,7 +37,7 @@ func (c *compiler) node(i int) error {
 		return c.gemm(i)
 	case tensor.OpAdd, tensor.OpMul:
 		return c.binary(i)
-	case tensor.OpScale, tensor.OpSiLU, tensor.OpGELU, tensor.OpGELUTanh, tensor.OpTanhCap:
+	case tensor.OpScale, tensor.OpSiLU, tensor.OpGELU, tensor.OpGELUTanh, tensor.OpTanhCap, tensor.OpClamp:
 		return c.unary(i)
 	case tensor.OpSoftmax:
 		return c.rowwise(i, "softmax", source("softmax", nil), nil)
@@ -61,6 +63,8 @@ func (c *compiler) node(i int) error {
 		return c.splice(i)
 	case tensor.OpAvgPool2d:
 		return c.avgPool2d(i)
+	case tensor.OpRelAttention:
+		return c.relAttention(i)
 	}
 	return fmt.Errorf("op %v is not implemented by the gpu backend", nd.Op)
 }
@@ -171,7 +175,7 @@ func (c *compiler) unary(i int) error {
 	c.add(kspec{label: nd.Op.String(), src: source("unary", map[string]any{"Expr": unaryExpr[nd.Op]}),
 		ops: []operand{x, out},
 		params: func(g *tensor.Graph, p *[16]uint32) {
-			p[0], p[1], p[2] = uint32(n), off(g), f32bits(g.Nodes[i].F[0])
+			p[0], p[1], p[2], p[3] = uint32(n), off(g), f32bits(g.Nodes[i].F[0]), f32bits(g.Nodes[i].F[1])
 		},
 		grid: grid1((n+255)/256, 1),
 	})

@@ -81,3 +81,28 @@ func (c *compiler) attnSpans(i, nq int) operand {
 		return nil
 	})}
 }
+
+func (c *compiler) relAttention(i int) error {
+	g := c.g
+	nd := &g.Nodes[i]
+	var ops []operand
+	for _, t := range nd.In {
+		o, err := c.f32(t)
+		if err != nil {
+			return err
+		}
+		ops = append(ops, o)
+	}
+	n, h, d := nd.Shape[0], nd.Shape[1], nd.Shape[2]
+	p := g.Shape(nd.In[3])[0]
+	out, off := c.out(i)
+	c.add(kspec{label: "RelAttention", src: source("relattention", nil), ops: append(ops, out),
+		params: func(g *tensor.Graph, pr *[16]uint32) {
+			nd := &g.Nodes[i]
+			pr[0], pr[1], pr[2], pr[3] = uint32(n), uint32(h), uint32(d), uint32(p)
+			pr[4], pr[5], pr[6], pr[7] = uint32(nd.I[0]), uint32(nd.I[1]), f32bits(nd.F[0]), off(g)
+		},
+		grid: grid1((n*h*d+255)/256, 1),
+	})
+	return nil
+}

@@ -20,6 +20,15 @@ func TestGemma3Vision(t *testing.T) { visionOnGPU(t, towertest.Gemma3Entry) }
 // merger, and image prompts with their mRoPE positions.
 func TestQwen35Vision(t *testing.T) { visionOnGPU(t, towertest.Qwen35Entry) }
 
+// TestQwen35MoeVision is the same for Qwen 3.5 MoE's: the same tower,
+// its soft tokens spliced into the sparse decoder.
+func TestQwen35MoeVision(t *testing.T) { visionOnGPU(t, towertest.Qwen35MoeEntry) }
+
+// TestGemma4Vision is the same for Gemma 4's: the tower with its clipped
+// linears, 2-D rotary and pooler, the embedder, and image prompts whose
+// pictures see each other on the sliding layers.
+func TestGemma4Vision(t *testing.T) { visionOnGPU(t, towertest.Gemma4Entry) }
+
 func visionOnGPU(t *testing.T, entry string) {
 	g, err := towertest.Load(entry)
 	if err != nil {

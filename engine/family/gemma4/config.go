@@ -18,6 +18,9 @@ type settings struct {
 	doubleMLP bool
 	kEqV      bool
 	finalCap  float32
+	// visionBidi: use_bidirectional_attention "vision" (pictures' tokens
+	// see each other on sliding layers)
+	visionBidi bool
 	// per layer: head size and KV heads (full-attention layers take
 	// global_head_dim and, with attention_k_eq_v, num_global_key_value_heads)
 	headDim, kvHeads []int
@@ -60,6 +63,7 @@ func readSettings(c *config.Config) (*settings, error) {
 			// "vision" only changes image tokens; "all" makes text attend both ways
 			return nil, fmt.Errorf(`"use_bidirectional_attention" %s is not supported (null or "vision" are)`, raw)
 		}
+		s.visionBidi = true
 	}
 	n := c.NumHiddenLayers
 	switch {

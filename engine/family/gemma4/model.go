@@ -4,8 +4,9 @@
 // embeddings, layers that share an earlier layer's keys and values,
 // attention_k_eq_v full layers with their own head size, sliding and full
 // layers with a rope each (proportional on the full ones), the MoE block
-// beside the dense MLP, and the final soft cap. The image and audio towers
-// are not run here; their tensors are left to the audit's ignore list.
+// beside the dense MLP, and the final soft cap. The towers run in
+// engine/tower (gemma4vision, gemma4audio); Forward splices their rows
+// (vision.go).
 package gemma4
 
 import (
@@ -27,12 +28,16 @@ var Family = family.Family{
 	Accepts: func(c *config.Config) bool {
 		return c.TextModelType == "gemma4_text" || c.TextModelType == "gemma4"
 	},
-	// Vision and audio join once the towers run (media/); until then a
-	// multimodal checkpoint serves text only, and says so.
+	// Vision and audio are the checkpoint's: it takes them where it holds
+	// a tower's weights (Media).
 	Fidelity:    "parity vs transformers 5.17 (f32 max-abs logit ≤ 1e-4, greedy ids exact)",
 	Types:       func() []string { return []string{"gemma4", "gemma4_text"} },
 	New:         New,
 	CacheLayers: cacheLayers,
+	// The towers' soft tokens are spliced in (Forward); the engine runs
+	// them where the checkpoint holds them (engine/tower/gemma4audio,
+	// engine/tower/gemma4vision).
+	Media: func(*config.Config) family.Caps { return family.Audio | family.Vision },
 }
 
 // cacheLayers is the cache of each layer that computes keys and values
@@ -245,8 +250,9 @@ func (m *Model) bindMoE(l *nn.Loader, p string, rms func(string, int) nn.RMSNorm
 	return b
 }
 
-// AuditIgnore lists the towers' tensors: this port runs text only.
-func (m *Model) AuditIgnore() []string { return towerTensors }
+// AuditIgnore lists the towers' tensors the engine does not run here
+// (ignoreFor).
+func (m *Model) AuditIgnore() []string { return ignoreFor(m.cfg) }
 
 // NewCaches makes a cache for each layer that computes keys and values (a
 // rotating one for sliding layers whose window is shorter than the
@@ -291,11 +297,23 @@ func (m *Model) Forward(g *tensor.Graph, b *family.Batch) (tensor.T, error) {
 		pos[i] = int32(b.Pos + i)
 	}
 	posT := g.InputInts(pos, n)
+	// Media rows (Batch.Media: a tower's soft tokens) are embedded as
+	// pad_token_id for the embedding and the per-layer table alike
+	// (Gemma4Model puts it there), then replaced after the embedding
+	// scale; the per-layer projection reads the replaced rows.
+	from, spans, err := b.MediaRows(g, c.HiddenSize)
+	if err != nil {
+		return tensor.T{}, err
+	}
+	spans = m.pictureSpans(b, spans)
 	ids := b.IDs
 	if ids.IsNone() {
-		ids = g.InputInts(b.Tokens, n)
+		ids = g.InputInts(mediaTokens(b, from, padID(c)), n)
 	}
 	x := g.Scale(g.Embed(m.embed, ids), m.embedScale)
+	for k, md := range b.Media {
+		x = g.Splice(x, md.Embeds, g.InputInts(from[k], n))
+	}
 	var ple tensor.T // [n, layers·ple]: each layer's slice of the per-layer inputs
 	if s.ple > 0 {
 		L := c.NumHiddenLayers
@@ -311,8 +329,7 @@ func (m *Model) Forward(g *tensor.Graph, b *family.Batch) (tensor.T, error) {
 	}
 	views := make([]cache.View, len(m.layers))
 	for i := range m.layers {
-		var err error
-		if x, err = m.layer(g, i, x, posT, ple, b.Pos+n, b.Caches[i], views); err != nil {
+		if x, err = m.layer(g, i, x, posT, ple, b.Pos+n, b.Caches[i], views, spans); err != nil {
 			return tensor.T{}, fmt.Errorf("layer %d: %w", i, err)
 		}
 	}
@@ -326,7 +343,7 @@ func (m *Model) Forward(g *tensor.Graph, b *family.Batch) (tensor.T, error) {
 	return logits, g.Err()
 }
 
-func (m *Model) layer(g *tensor.Graph, i int, x, pos, ple tensor.T, end int, kv cache.Layer, views []cache.View) (tensor.T, error) {
+func (m *Model) layer(g *tensor.Graph, i int, x, pos, ple tensor.T, end int, kv cache.Layer, views []cache.View, spans []tensor.Span) (tensor.T, error) {
 	ly, c := &m.layers[i], m.cfg
 	n := g.Shape(x)[0]
 	h := ly.inNorm.Forward(g, x)
@@ -349,7 +366,11 @@ func (m *Model) layer(g *tensor.Graph, i int, x, pos, ple tensor.T, end int, kv 
 		views[i] = views[ly.src]
 	}
 	view := views[i]
-	attn := g.Attention(q, view.K, view.V, view.Spec(tensor.AttnSpec{Scale: 1, Window: ly.window}))
+	spec := tensor.AttnSpec{Scale: 1, Window: ly.window}
+	if !ly.full {
+		spec.Spans = spans // a picture's tokens see each other on sliding layers only
+	}
+	attn := g.Attention(q, view.K, view.V, view.Spec(spec))
 	a := ly.o.Forward(g, g.Reshape(attn, n, c.NumAttentionHeads*ly.headDim))
 	x = g.Add(x, ly.postAt.Forward(g, a))
 

@@ -3,10 +3,9 @@
 // hybrid stack of Gated DeltaNet linear-attention layers and gated
 // full-attention layers, with dense or mixture-of-experts feed-forward
 // blocks. Transcribed from transformers 5.17's modeling_qwen3_5.py and
-// modeling_qwen3_5_moe.py. Pictures (model_type qwen3_5) come from the
-// engine's Qwen-VL tower (engine/tower/qwenvl), spliced in with their
-// multimodal rotary positions (mrope.go); the MoE sibling's tower is
-// skipped by the audit.
+// modeling_qwen3_5_moe.py. Pictures (model_type qwen3_5 and qwen3_5_moe)
+// come from the engine's Qwen-VL tower (engine/tower/qwenvl), spliced in
+// with their multimodal rotary positions (mrope.go).
 package qwen35
 
 import (

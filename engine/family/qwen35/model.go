@@ -64,18 +64,19 @@ var prefixes = []struct{ model, head string }{
 }
 
 // ignore lists checkpoint tensors the port knowingly skips: the vision
-// tower where Hearth does not run it (the MoE sibling's) and the
-// multi-token-prediction head. A qwen3_5 checkpoint's tower is the
-// engine's (engine/tower/qwenvl), which must read every tensor of it.
+// tower of a checkpoint that does not run it (a text-only type's leftover)
+// and the multi-token-prediction head. A multimodal checkpoint's tower is
+// the engine's (engine/tower/qwenvl), which must read every tensor of it.
 var (
 	ignore       = []string{"model.visual.*", "visual.*", "vision_tower.*", "model.vision_tower.*", "mtp.*", "model.mtp.*"}
 	ignoreVision = []string{"mtp.*", "model.mtp.*"}
 )
 
 // media says which towers' output Forward splices in for c: pictures for
-// the dense multimodal checkpoints (model_type qwen3_5).
+// the multimodal checkpoints, dense (model_type qwen3_5) and MoE
+// (qwen3_5_moe), whose towers and rope indexing are the same classes.
 func media(c *config.Config) family.Caps {
-	if c.ModelType == "qwen3_5" {
+	if c.ModelType == "qwen3_5" || c.ModelType == "qwen3_5_moe" {
 		return family.Vision
 	}
 	return 0

@@ -74,6 +74,8 @@ func (n norm) forward(g *tensor.Graph, x tensor.T) tensor.T {
 var prefixes = []struct{ model, head string }{
 	{"model.language_model.", "lm_head"},
 	{"language_model.model.", "language_model.lm_head"},
+	// a bare decoder (AutoModel's save, as Qwen3-Embedding ships): no head
+	{"", "lm_head"},
 	{"model.", "lm_head"},
 }
 
@@ -233,6 +235,19 @@ func (m *Model) bindLayer(l *nn.Loader, p string, newNorm func(string, int) norm
 // AuditIgnore lists the tensors the descriptor skips.
 func (m *Model) AuditIgnore() []string { return m.desc.Ignore }
 
+// RopeSwitch is where the layers' LongRoPE changes tables (0: never): a
+// pass of several tokens that straddles it rotates the positions before
+// it with the long table, which single steps would not (engine's
+// speculative passes stay on one side).
+func (m *Model) RopeSwitch() int {
+	for _, ly := range m.layers {
+		if ly.rope != nil && ly.rope.SwitchAt() > 0 {
+			return ly.rope.SwitchAt()
+		}
+	}
+	return 0
+}
+
 // NewCaches makes a rotating cache for sliding layers whose window is
 // shorter than the context, a plain one otherwise.
 func (m *Model) NewCaches(b tensor.Backend, capTokens, chunk int) ([]cache.Layer, error) {
@@ -286,6 +301,9 @@ func (m *Model) Forward(g *tensor.Graph, b *family.Batch) (tensor.T, error) {
 		if x, err = m.layers[i].forward(g, m, x, posT, b.Pos+n, b.Caches[i], spans); err != nil {
 			return tensor.T{}, fmt.Errorf("layer %d: %w", i, err)
 		}
+	}
+	if b.Hidden {
+		return m.norm.forward(g, x), g.Err()
 	}
 	if !b.AllLogits {
 		x = g.Slice(x, 0, n-1, n)

@@ -399,4 +399,71 @@ func media(add func(tensor.Op, string, func(*checker, *tensor.Graph) (tensor.T, 
 			return g.AvgPool2d(g.Input(x, tc.h*tc.w, tc.c), tc.h, tc.w, tc.k), want
 		})
 	}
+	add(tensor.OpClamp, "Clamp", func(c *checker, g *tensor.Graph) (tensor.T, []float64) {
+		x := c.randn(5 * 13)
+		var want []float64
+		for _, v := range x {
+			want = append(want, math.Min(math.Max(float64(v), -0.5), 0.75))
+		}
+		return g.Clamp(g.Input(x, 5, 13), -0.5, 0.75), want
+	})
+	add(tensor.OpClamp, "Clamp/relu", func(c *checker, g *tensor.Graph) (tensor.T, []float64) {
+		x := c.randn(37)
+		var want []float64
+		for _, v := range x {
+			want = append(want, math.Max(float64(v), 0))
+		}
+		return g.Clamp(g.Input(x, 37), 0, float32(math.Inf(1))), want
+	})
+	for _, tc := range []struct {
+		n, h, d, p, left, right int
+		softcap                 float32
+	}{{29, 2, 8, 13, 12, 0, 2}, {7, 3, 5, 4, 6, 3, 0}, {1, 1, 4, 2, 3, 0, 5}} {
+		add(tensor.OpRelAttention, fmt.Sprintf("RelAttention/n%d-l%d-r%d", tc.n, tc.left, tc.right), func(c *checker, g *tensor.Graph) (tensor.T, []float64) {
+			n, h, d := tc.n, tc.h, tc.d
+			q, k, v, rel := c.randn(n*h*d), c.randn(n*h*d), c.randn(n*h*d), c.randn(tc.p*h*d)
+			dot := func(a, b []float32) float64 {
+				var s float64
+				for e := range a {
+					s += float64(a[e]) * float64(b[e])
+				}
+				return s
+			}
+			want := make([]float64, n*h*d)
+			for i := range n {
+				for hh := range h {
+					row := func(x []float32, r int) []float32 { return x[(r*h+hh)*d : (r*h+hh+1)*d] }
+					var keys []int
+					var sc []float64
+					m := math.Inf(-1)
+					for j := range n {
+						dist := i - j
+						if !(dist >= 0 && dist < tc.left || dist < 0 && -dist < tc.right) {
+							continue
+						}
+						s := dot(row(q, i), row(k, j))
+						if r := tc.left - dist; r < tc.p {
+							s += dot(row(q, i), row(rel, r))
+						}
+						if tc.softcap > 0 {
+							s = float64(tc.softcap) * math.Tanh(s/float64(tc.softcap))
+						}
+						keys, sc = append(keys, j), append(sc, s)
+						m = math.Max(m, s)
+					}
+					var sum float64
+					for x := range sc {
+						sc[x] = math.Exp(sc[x] - m)
+						sum += sc[x]
+					}
+					for x, j := range keys {
+						for e, val := range row(v, j) {
+							want[(i*h+hh)*d+e] += sc[x] / sum * float64(val)
+						}
+					}
+				}
+			}
+			return g.RelAttention(g.Input(q, n, h, d), g.Input(k, n, h, d), g.Input(v, n, h, d), g.Input(rel, tc.p, h, d), tc.left, tc.right, tc.softcap), want
+		})
+	}
 }

@@ -3,8 +3,9 @@
 // learned position grid resampled bilinearly to each picture's patch grid,
 // 2-D rotary attention blocks, and the patch merger that turns each 2×2
 // block of patches into one of the decoder's soft tokens. It takes the
-// pixel values of media's Qwen-VL processor (patches in merge-block order,
-// with their grid_thw).
+// pixel values of media's Qwen-VL image or video processor (patches in
+// merge-block order, with their grid_thw); a clip's temporal patches
+// attend each within itself.
 package qwenvl
 
 import (
@@ -100,6 +101,7 @@ type Tower struct {
 	merger       merger
 	act          func(*tensor.Graph, tensor.T) tensor.T
 	prompt       tower.Prompt
+	video        tower.VideoPrompt
 }
 
 type ln struct{ w, b tensor.T }
@@ -121,6 +123,7 @@ type merger struct {
 type topConfig struct {
 	Vision json.RawMessage `json:"vision_config"`
 	Image  int32           `json:"image_token_id"`
+	Video  int32           `json:"video_token_id"`
 	Start  int32           `json:"vision_start_token_id"`
 	End    int32           `json:"vision_end_token_id"`
 }
@@ -132,7 +135,7 @@ var prefixes = []string{"model.visual.", "visual.", "vision_tower."}
 // Load binds a Qwen 3.5 checkpoint's vision tower (its config.json is raw,
 // its decoder config c).
 func Load(raw []byte, c *config.Config, l *nn.Loader) (tower.Vision, error) {
-	tc := topConfig{Image: 248056, Start: 248053, End: 248054}
+	tc := topConfig{Image: 248056, Video: 248057, Start: 248053, End: 248054}
 	if err := json.Unmarshal(raw, &tc); err != nil {
 		return nil, fmt.Errorf("qwen3_5 vision: config.json: %w", err)
 	}
@@ -143,7 +146,7 @@ func Load(raw []byte, c *config.Config, l *nn.Loader) (tower.Vision, error) {
 	if vc.OutHidden != c.HiddenSize {
 		return nil, fmt.Errorf("qwen3_5 vision: out_hidden_size %d is not the decoder's hidden_size %d", vc.OutHidden, c.HiddenSize)
 	}
-	for _, id := range []int32{tc.Image, tc.Start, tc.End} {
+	for _, id := range []int32{tc.Image, tc.Video, tc.Start, tc.End} {
 		if id < 0 || int(id) >= c.VocabSize {
 			return nil, fmt.Errorf("qwen3_5 vision: special token %d is outside the vocabulary of %d", id, c.VocabSize)
 		}
@@ -162,6 +165,9 @@ func Load(raw []byte, c *config.Config, l *nn.Loader) (tower.Vision, error) {
 	// The chat template writes <|vision_start|><|image_pad|><|vision_end|>;
 	// the processor repeats <|image_pad|> once per soft token.
 	t.prompt = tower.Prompt{Placeholder: tc.Image, Begin: -1, End: -1, Image: tc.Image}
+	// A clip's <|video_pad|> becomes, per temporal patch, its time and
+	// <|vision_start|>, one <|video_pad|> per soft token, <|vision_end|>.
+	t.video = tower.VideoPrompt{Placeholder: tc.Video, Begin: tc.Start, End: tc.End, Video: tc.Video}
 	return t, nil
 }
 
@@ -250,6 +256,9 @@ func (t *Tower) Config() Config { return t.c }
 // writes becomes one <|image_pad|> per soft token (Grid).
 func (t *Tower) Prompt() tower.Prompt { return t.prompt }
 
+// VideoPrompt is Qwen3VLProcessor's for clips (tower.VideoPrompt).
+func (t *Tower) VideoPrompt() tower.VideoPrompt { return t.video }
+
 // Grid is the picture's soft tokens as a (t, h, w) grid: its patch grid
 // with each merge×merge block made one token.
 func (t *Tower) Grid(px media.Pixels) [3]int {
@@ -265,27 +274,62 @@ func (t *Tower) check(px media.Pixels) error {
 	if gt <= 0 || gh <= 0 || gw <= 0 || gh%c.Merge != 0 || gw%c.Merge != 0 || len(px.Shape) != 2 || px.Shape[0] != n || px.Shape[1] != c.patchDim() || len(px.Data) != n*c.patchDim() {
 		return fmt.Errorf("qwen3_5 vision: pixel values %v (%d values) with grid %v, want [t·h·w, %d] with h and w multiples of %d", px.Shape, len(px.Data), px.Grid, c.patchDim(), c.Merge)
 	}
-	if gt != 1 {
-		// frames would attend within themselves (cu_seqlens): video is not wired
-		return fmt.Errorf("qwen3_5 vision: %d temporal patches; only pictures (1) are supported", gt)
-	}
 	return nil
 }
 
-// Encode records the tower and the merger over one picture: [tokens,
-// out_hidden_size], tokens = grid h·w / merge².
+// Encode records the tower and the merger over one picture or clip:
+// [tokens, out_hidden_size], tokens = grid t·h·w / merge².
 func (t *Tower) Encode(g *tensor.Graph, px media.Pixels) (tensor.T, error) {
 	_, merged, err := t.Forward(g, px)
 	return merged, err
 }
 
-// Forward records the tower over one picture and returns the blocks'
-// output [patches, hidden] (last_hidden_state) and the merger's
+// Forward records the tower over one picture or clip and returns the
+// blocks' output [patches, hidden] (last_hidden_state) and the merger's
 // [patches/merge², out_hidden_size] (pooler_output).
 func (t *Tower) Forward(g *tensor.Graph, px media.Pixels) (hidden, merged tensor.T, err error) {
 	if err := t.check(px); err != nil {
 		return tensor.T{}, tensor.T{}, err
 	}
+	if px.Grid[0] == 1 {
+		return t.frame(g, px)
+	}
+	// A clip's temporal patches attend only within themselves (the
+	// reference's cu_seqlens: one segment of h·w patches each), and every
+	// other op works row by row: each patch runs alone, and the outputs
+	// are stacked in order.
+	c := t.c
+	gt, hw := px.Grid[0], px.Grid[1]*px.Grid[2]
+	n, m := gt*hw, hw/(c.Merge*c.Merge)
+	hidden = g.Input(make([]float32, n*c.Hidden), n, c.Hidden)
+	merged = g.Input(make([]float32, gt*m*c.OutHidden), gt*m, c.OutHidden)
+	for f := 0; f < gt; f++ {
+		one := media.Pixels{Data: px.Data[f*hw*c.patchDim() : (f+1)*hw*c.patchDim()], Shape: []int{hw, c.patchDim()}, Grid: [3]int{1, px.Grid[1], px.Grid[2]}}
+		h, y, err := t.frame(g, one)
+		if err != nil {
+			return tensor.T{}, tensor.T{}, fmt.Errorf("temporal patch %d: %w", f, err)
+		}
+		hidden = g.Splice(hidden, h, g.InputInts(rowsAt(n, f*hw, hw), n))
+		merged = g.Splice(merged, y, g.InputInts(rowsAt(gt*m, f*m, m), gt*m))
+	}
+	return hidden, merged, g.Err()
+}
+
+// rowsAt is Splice's from for a source of k rows landing at rows [at,
+// at+k) of n: -1 elsewhere.
+func rowsAt(n, at, k int) []int32 {
+	from := make([]int32, n)
+	for i := range from {
+		from[i] = -1
+		if i >= at && i < at+k {
+			from[i] = int32(i - at)
+		}
+	}
+	return from
+}
+
+// frame records the tower over one temporal patch (a picture is one).
+func (t *Tower) frame(g *tensor.Graph, px media.Pixels) (hidden, merged tensor.T, err error) {
 	c := t.c
 	n, h := px.Shape[0], c.Hidden
 	data := px.Data

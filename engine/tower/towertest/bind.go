@@ -8,11 +8,13 @@ import (
 
 	"hearth/engine/cache"
 	"hearth/engine/checkpoint"
+	"hearth/engine/config"
 	"hearth/engine/families"
 	"hearth/engine/family"
 	"hearth/engine/nn"
 	"hearth/engine/tensor"
 	"hearth/engine/tower"
+	"hearth/engine/tower/gemma4vision"
 	"hearth/engine/tower/qwenvl"
 	"hearth/engine/tower/siglip"
 	"hearth/engine/weights"
@@ -32,35 +34,55 @@ type Bound struct {
 
 // Bind reads the entry in dir and binds it on b.
 func Bind(dir string, b tensor.Backend) (*Bound, error) {
-	ck, err := checkpoint.Read(dir)
+	ck, m, v, set, err := bindTower(dir, b, "vision", func(c *config.Config) loader[tower.Vision] {
+		if l := families.VisionTower(c); l != nil {
+			return loader[tower.Vision](l)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
+	}
+	return &Bound{Checkpoint: ck, Model: m, Vision: v, b: b, set: set}, nil
+}
+
+// loader binds a tower of type T (families.VisionLoader, AudioLoader).
+type loader[T any] func(raw []byte, c *config.Config, l *nn.Loader) (T, error)
+
+// bindTower reads the entry in dir and binds its decoder and the tower
+// towerFor gives for it on b, then audits the weights, as the engine does.
+func bindTower[T any](dir string, b tensor.Backend, what string, towerFor func(*config.Config) loader[T]) (*checkpoint.Checkpoint, family.Model, T, *weights.Set, error) {
+	var none T
+	ck, err := checkpoint.Read(dir)
+	if err != nil {
+		return nil, nil, none, nil, err
 	}
 	fam, err := families.Resolve(ck.Config)
 	if err != nil {
-		return nil, err
+		return nil, nil, none, nil, err
 	}
-	load := families.VisionTower(ck.Config)
+	load := towerFor(ck.Config)
 	if load == nil {
-		return nil, fmt.Errorf("%s: no vision tower for model_type %q", dir, ck.Config.ModelType)
+		return nil, nil, none, nil, fmt.Errorf("%s: no %s tower for model_type %q", dir, what, ck.Config.ModelType)
 	}
 	set, err := weights.Open(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, none, nil, err
 	}
 	binder := weights.NewBinder(set, ck.Quant)
 	l := &nn.Loader{B: b, W: binder}
-	bd := &Bound{Checkpoint: ck, b: b, set: set}
-	if bd.Model, err = fam.New(ck.Config, l); err == nil {
-		if bd.Vision, err = load(ck.ConfigJSON, ck.Config, l); err == nil {
-			err = binder.Audit(bd.Model.AuditIgnore())
+	m, err := fam.New(ck.Config, l)
+	t := none
+	if err == nil {
+		if t, err = load(ck.ConfigJSON, ck.Config, l); err == nil {
+			err = binder.Audit(m.AuditIgnore())
 		}
 	}
 	if err != nil {
 		set.Close()
-		return nil, err
+		return nil, nil, none, nil, err
 	}
-	return bd, nil
+	return ck, m, t, set, nil
 }
 
 // Close closes the weights (the backend stays the caller's).
@@ -142,6 +164,9 @@ func (bd *Bound) Outputs(g *tensor.Graph, px media.Pixels) (hidden, feats tensor
 		return hidden, feats, err
 	case *qwenvl.Tower:
 		return v.Forward(g, px)
+	case *gemma4vision.Tower:
+		_, pooled, out, err := v.Forward(g, px)
+		return pooled, out, err
 	}
 	return hidden, feats, fmt.Errorf("no tower outputs for %T", bd.Vision)
 }

@@ -18,6 +18,10 @@ import (
 const (
 	Gemma3Entry = "gemma3_vision-f32"
 	Qwen35Entry = "qwen3_5_vision-f32"
+	// Qwen35MoeEntry is the MoE sibling's (make_qwen_moe_vision_goldens.py):
+	// the same tower, a sparse decoder.
+	Qwen35MoeEntry = "qwen3_5_moe_vision-f32"
+	Gemma4Entry    = "gemma4_vision-f32"
 )
 
 // Golden is a vision entry's golden.json.
@@ -40,11 +44,14 @@ type Image struct {
 	Height       int       `json:"height"`
 	PixelShape   []int     `json:"pixel_values_shape"`
 	PixelValues  []float32 `json:"pixel_values"`
-	Grid         [3]int    `json:"grid_thw"` // Qwen-VL's, in patches
+	Grid         [3]int    `json:"grid_thw"` // Qwen-VL's and Gemma 4's, in patches
 	HiddenShape  []int     `json:"vision_last_hidden_state_shape"`
 	Hidden       []float32 `json:"vision_last_hidden_state"`
 	FeatureShape []int     `json:"image_features_shape"`
 	Features     []float32 `json:"image_features"`
+	// EncoderHead is Gemma 4's encoder output before the pooler, its
+	// first values.
+	EncoderHead []float32 `json:"encoder_head"`
 }
 
 // Pixels is the picture's pixel values as the tower takes them.
@@ -60,6 +67,9 @@ type Case struct {
 	PromptText string          `json:"prompt_text"`
 	PromptIDs  []int32         `json:"prompt_ids"`
 	TokenTypes []int           `json:"token_type_ids"`
+	// MMTokenTypes is Gemma 4's processor's mm_token_type_ids (1 on the
+	// image soft tokens), read into TokenTypes where that is absent.
+	MMTokenTypes []int `json:"mm_token_type_ids"`
 	// PositionIDs are Qwen's get_rope_index streams (temporal, height,
 	// width) over the prompt and the greedy ids.
 	PositionIDs [3][]int32  `json:"position_ids"`
@@ -91,6 +101,11 @@ func Load(entry string) (*Golden, error) {
 	var g Golden
 	if err := json.Unmarshal(raw, &g); err != nil {
 		return nil, fmt.Errorf("%s/golden.json: %w", entry, err)
+	}
+	for i := range g.Cases {
+		if c := &g.Cases[i]; c.TokenTypes == nil {
+			c.TokenTypes = c.MMTokenTypes
+		}
 	}
 	return &g, nil
 }

@@ -404,4 +404,25 @@ async function record({ page, w, env }) {
   return out;
 }
 
-export const scenarios = { stream, stop, models, media, attach, persist, edit, screenshot, vision, thinking, record };
+// hear drops a WAV into the chat with a model that takes audio (the tiny
+// Gemma 4 with its audio tower) and gets an answer: no warning, the player
+// in the composer and then in the transcript, a reply.
+async function hear({ page, env }) {
+  await ready(page, env.base);
+  const model = (await page.locator('#model-button .model-id').innerText()).trim();
+  await dropFiles(page, [{ path: env.audio, type: 'audio/wav' }]);
+  await page.locator('#attachments .chip-audio audio').waitFor();
+  assert.equal(await page.locator('#notice:not([hidden])').count(), 0, `${model} takes audio, yet the page warns`);
+  const res = page.waitForResponse((r) => r.url().endsWith('/v1/chat/completions') && r.request().method() === 'POST');
+  await send(page, 'What is this sound?');
+  const status = (await res).status();
+  await settled(page);
+  const user = page.locator('article.msg-user').last();
+  assert.equal(await user.locator('figure.att audio').count(), 1, 'the sent message has no player');
+  assert.equal(await user.locator('.msg-rejected').count(), 0, 'the message was refused');
+  const reply = (await lastReply(page).locator('.msg-body').innerText()).trim();
+  assert.ok(reply.length > 0, 'no reply');
+  return { status, model, reply };
+}
+
+export const scenarios = { stream, stop, models, media, attach, persist, edit, screenshot, vision, thinking, record, hear };

@@ -1,7 +1,7 @@
 {{define "unary"}}
 // unary: one invocation per element.
 struct Params {
-	n: u32, off: u32, c: f32, pad: u32,
+	n: u32, off: u32, c: f32, d: f32,
 }
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(1) var<storage, read> X: array<f32>;
