@@ -75,26 +75,7 @@ func TestGenerateWithGemma4Video(t *testing.T) {
 				}
 				for _, c := range vg.Cases {
 					req := Request{Messages: c.Messages, Videos: [][]media.Frame{frames}, MaxTokens: len(c.GreedyIDs), Logprobs: true}
-					pl, err := r.Prompter().PromptMedia(context.Background(), &req)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if !equal(pl.IDs, c.PromptIDs) {
-						t.Fatalf("%s: prompt ids\n%v, want\n%v (%q)", c.Name, pl.IDs, c.PromptIDs, c.ExpandedText)
-					}
-					var got []int32
-					u, err := r.Generate(context.Background(), req, func(d Delta) error {
-						for _, lp := range d.Logprobs {
-							got = append(got, lp.ID)
-						}
-						return nil
-					})
-					if err != nil {
-						t.Fatal(err)
-					}
-					if !equal(got, c.GreedyIDs) || u.PromptTokens != len(c.PromptIDs) {
-						t.Fatalf("%s: ids %v after %d prompt tokens, want %v after %d", c.Name, got, u.PromptTokens, c.GreedyIDs, len(c.PromptIDs))
-					}
+					wantGoldenAnswer(t, r, req, c.Name, c.PromptIDs, c.GreedyIDs, c.ExpandedText)
 				}
 			})
 		}
