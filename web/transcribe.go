@@ -17,6 +17,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"hearth/engine"
+	"hearth/engine/fit"
 	"hearth/engine/sample"
 	"hearth/engine/tensor"
 	"hearth/engine/whisper"
@@ -62,6 +63,9 @@ func (s *Server) transcribe(task string) echo.HandlerFunc {
 		if len(a.Samples) == 0 {
 			return badRequest("file", "file: the audio holds no samples")
 		}
+		if err := s.admitWhisper(m.ID, m.Dir); err != nil {
+			return err
+		}
 		t, release, err := s.transcribers().get(ctx, m.Dir, s.pool.LoadOptions())
 		if err != nil {
 			return err
@@ -77,6 +81,22 @@ func (s *Server) transcribe(task string) echo.HandlerFunc {
 		}
 		return writeTranscription(c, req, res, t.ChunkSeconds())
 	}
+}
+
+// admitWhisper refuses a Whisper checkpoint that would not fit beside
+// what is resident, by the estimate the pool makes for chat models (not
+// checked where the pool checks none, or the model is loaded already).
+func (s *Server) admitWhisper(id, dir string) error {
+	mem, ok := s.pool.Memory()
+	if !ok || s.transcribers().loaded(dir) {
+		return nil
+	}
+	shape, err := whisper.FitShape(dir)
+	if err != nil {
+		return &engine.LoadError{Dir: dir, Err: err}
+	}
+	_, err = fit.Admit(id, shape, fit.Options{ContextTokens: shape.MaxContextTokens}, mem)
+	return err
 }
 
 // transcribeByChat answers a transcription with a chat model that hears
@@ -390,6 +410,13 @@ func (ts *transcriberSet) get(ctx context.Context, dir string, opt engine.Option
 		t.used = time.Now()
 		ts.mu.Unlock()
 	}, nil
+}
+
+// loaded reports whether dir's model is resident.
+func (ts *transcriberSet) loaded(dir string) bool {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return ts.models[dir] != nil
 }
 
 // evict drops idle models, least recently used first, until there is room

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"hearth/engine"
+	"hearth/engine/fit"
 	"hearth/engine/pool"
 	"hearth/engine/registry"
 	"hearth/engine/whisper/whispertest"
@@ -275,4 +276,30 @@ func FuzzTranscriptionForm(f *testing.F) {
 			t.Fatalf("error %T %v is not a client error", err, err)
 		}
 	})
+}
+
+// TestTranscribeWontFit: a Whisper checkpoint that does not fit in the
+// memory the pool reads is refused before it loads, as a chat model is,
+// and the server keeps serving; with room it transcribes.
+func TestTranscribeWontFit(t *testing.T) {
+	dir := t.TempDir()
+	if err := whispertest.Write(dir, 11, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, avail := range []int64{1 << 20, 64 << 30} {
+		ts := startServer(t, func(c *serverConfig) {
+			c.pool.Resolve = func(name string) (pool.Model, error) { return pool.Model{ID: name, Dir: dir}, nil }
+			c.pool.Memory = func() (fit.Memory, error) { return fit.Memory{TotalBytes: avail, AvailableBytes: avail}, nil }
+		})
+		r := ts.transcribe(t, map[string]string{"model": "whisper-tiny"}, toneWAV(1))
+		if avail < 1<<30 {
+			if r.Status < 400 || r.Status >= 600 || !strings.Contains(string(r.Body), "fit") {
+				t.Errorf("with %d bytes of memory: %d %s, want the fit refusal", avail, r.Status, r.Body)
+			}
+			continue
+		}
+		if r.Status != http.StatusOK {
+			t.Errorf("with room: %d %s", r.Status, r.Body)
+		}
+	}
 }

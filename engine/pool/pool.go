@@ -292,6 +292,10 @@ func (p *Pool) keepAlive(req *time.Duration) time.Duration {
 	return DefaultKeepAlive
 }
 
+// Memory is the memory the models share, as the pool's fit checks read it
+// (Options.Memory); ok is false where the pool checks none.
+func (p *Pool) Memory() (fit.Memory, bool) { return p.memory() }
+
 func (p *Pool) memory() (fit.Memory, bool) {
 	if p.opt.Memory == nil {
 		return fit.Memory{}, false

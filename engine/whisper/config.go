@@ -20,6 +20,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"hearth/engine/fit"
+	"hearth/engine/weights"
 	"hearth/internal/readfile"
 )
 
@@ -232,4 +234,28 @@ func Transcribes(names []string) bool {
 		}
 	}
 	return enc && dec
+}
+
+// FitShape describes the checkpoint in dir for the memory estimate
+// (engine/fit): its weights, the decoder's self-attention cache over
+// max_target_positions (the layers), and the cross-attention keys and
+// values of one clip (max_source_positions rows a decoder layer), which
+// are as constant as the weights.
+func FitShape(dir string) (fit.Shape, error) {
+	c, err := ReadConfig(dir)
+	if err != nil {
+		return fit.Shape{}, err
+	}
+	sum, err := weights.Scan(dir, weights.QuantConfig{})
+	if err != nil {
+		return fit.Shape{}, err
+	}
+	head := c.Hidden / c.DecoderHeads
+	cross := int64(c.DecoderLayers) * 2 * int64(c.SourcePos) * int64(c.Hidden) * 4
+	s := fit.Shape{WeightBytes: sum.Bytes + cross, Hidden: c.Hidden, QDim: c.Hidden, Intermediate: c.DecoderFFN,
+		Vocab: c.Vocab, MaxContextTokens: c.TargetPos}
+	for range c.DecoderLayers {
+		s.Layers = append(s.Layers, fit.Layer{Kind: fit.Full, KVHeads: c.DecoderHeads, HeadDim: head})
+	}
+	return s, nil
 }
