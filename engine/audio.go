@@ -21,14 +21,7 @@ import (
 // Hearth has the tower for its model type and the family splices the
 // tower's output; otherwise the tower's tensors stay unconsumed.
 func loadAudio(ck *checkpoint.Checkpoint, fam *family.Family, l *nn.Loader) (tower.Audio, error) {
-	if ck.Towers&families.Towers(ck.Config, fam)&family.Audio == 0 {
-		return nil, nil
-	}
-	a, err := families.AudioTower(ck.Config)(ck.ConfigJSON, ck.Config, l)
-	if err != nil {
-		return nil, err
-	}
-	return a, l.Err()
+	return loadTower(ck, fam, l, family.Audio, families.AudioTower(ck.Config))
 }
 
 // HasAudio reports whether the model's audio tower is loaded: it takes

@@ -4,14 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"hearth/engine/tower/towertest"
-	"hearth/internal/testenv"
 	"hearth/media"
 )
 
@@ -20,30 +17,12 @@ import (
 // num_frames), checking the frames the reference sampled.
 func gemma4Clip(t *testing.T, r *Runner, vg *towertest.Gemma4VideoGolden) []media.Frame {
 	t.Helper()
-	_, errProbe := exec.LookPath("ffprobe")
-	_, err := exec.LookPath("ffmpeg")
-	testenv.Need(t, "ffmpeg and ffprobe (Debian package ffmpeg)", err == nil && errProbe == nil)
 	v := vg.Videos[0]
-	raw, err := os.ReadFile(filepath.Join(towertest.Dir(towertest.Gemma4Entry), v.File))
-	if err != nil {
-		t.Fatal(err)
-	}
 	s := r.Info().VideoSampling
 	if s == nil || s.Sampling != media.SampleGemma4 || s.NumFrames != v.NumFrames {
 		t.Fatalf("video sampling %+v, want Gemma 4's with num_frames %d", s, v.NumFrames)
 	}
-	frames, err := media.VideoFrames(context.Background(), raw, *s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var idx []int
-	for _, f := range frames {
-		idx = append(idx, f.Index)
-	}
-	if !equal(idx, v.Sampled) {
-		t.Fatalf("sampled frames %v, want %v", idx, v.Sampled)
-	}
-	return frames
+	return sampledClip(t, filepath.Join(towertest.Dir(towertest.Gemma4Entry), v.File), *s, v.Sampled)
 }
 
 // TestGenerateWithGemma4Video runs the golden video conversation through

@@ -21,15 +21,22 @@ import (
 // the reference sampled.
 func goldenClip(t *testing.T, vg *towertest.VideoGolden) []media.Frame {
 	t.Helper()
+	v := vg.Videos[0]
+	return sampledClip(t, filepath.Join(towertest.Dir(towertest.Qwen35Entry), v.File), media.VideoOptions{}, v.Sampled)
+}
+
+// sampledClip decodes the clip at path with ffmpeg, sampled as opt says,
+// and checks the frames taken are the reference's.
+func sampledClip(t *testing.T, path string, opt media.VideoOptions, want []int) []media.Frame {
+	t.Helper()
 	_, errProbe := exec.LookPath("ffprobe")
 	_, err := exec.LookPath("ffmpeg")
 	testenv.Need(t, "ffmpeg and ffprobe (Debian package ffmpeg)", err == nil && errProbe == nil)
-	v := vg.Videos[0]
-	raw, err := os.ReadFile(filepath.Join(towertest.Dir(towertest.Qwen35Entry), v.File))
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	frames, err := media.VideoFrames(context.Background(), raw, media.VideoOptions{})
+	frames, err := media.VideoFrames(context.Background(), raw, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,8 +44,8 @@ func goldenClip(t *testing.T, vg *towertest.VideoGolden) []media.Frame {
 	for _, f := range frames {
 		idx = append(idx, f.Index)
 	}
-	if !equal(idx, v.Sampled) {
-		t.Fatalf("sampled frames %v, want %v", idx, v.Sampled)
+	if !equal(idx, want) {
+		t.Fatalf("sampled frames %v, want %v", idx, want)
 	}
 	return frames
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"hearth/engine/checkpoint"
+	"hearth/engine/config"
 	"hearth/engine/families"
 	"hearth/engine/family"
 	"hearth/engine/nn"
@@ -20,14 +21,21 @@ import (
 // tower's output; otherwise the tower's tensors stay unconsumed (and the
 // weight audit names them).
 func loadVision(ck *checkpoint.Checkpoint, fam *family.Family, l *nn.Loader) (tower.Vision, error) {
-	if ck.Towers&families.Towers(ck.Config, fam)&family.Vision == 0 {
-		return nil, nil
+	return loadTower(ck, fam, l, family.Vision, families.VisionTower(ck.Config))
+}
+
+// loadTower binds the tower of kind cap with load when the checkpoint
+// holds its weights and fam splices its output; the zero T otherwise.
+func loadTower[T any, L ~func([]byte, *config.Config, *nn.Loader) (T, error)](ck *checkpoint.Checkpoint, fam *family.Family, l *nn.Loader, cap family.Caps, load L) (T, error) {
+	var none T
+	if ck.Towers&families.Towers(ck.Config, fam)&cap == 0 {
+		return none, nil
 	}
-	v, err := families.VisionTower(ck.Config)(ck.ConfigJSON, ck.Config, l)
+	t, err := load(ck.ConfigJSON, ck.Config, l)
 	if err != nil {
-		return nil, err
+		return none, err
 	}
-	return v, l.Err()
+	return t, l.Err()
 }
 
 // HasVision reports whether the model's vision tower is loaded: it takes
