@@ -80,6 +80,17 @@ export async function ready(page, base) {
   await page.waitForSelector('#model-button:not([disabled])');
 }
 
+/**
+ * seeded sets the conversation's seed, so the test model's random reply is
+ * the same every run: a scenario that needs a long reply picks a seed that
+ * gives one (unseeded, chat-tiny now and then ends after a few tokens).
+ */
+export async function seeded(page, seed) {
+  await page.click('#settings-button');
+  await page.fill('#param-seed', String(seed));
+  await page.click('#settings-button');
+}
+
 /** send types text into the composer and presses Enter. */
 export async function send(page, text) {
   await page.fill('#composer-input', text);

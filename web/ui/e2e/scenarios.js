@@ -5,7 +5,7 @@
 
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { answered, dropFiles, lastReply, ready, send, settled } from './browser.js';
+import { answered, dropFiles, lastReply, ready, seeded, send, settled } from './browser.js';
 
 // replyText is a reply's answer and thinking: the test model's random
 // tokens may well open a <think> section.
@@ -13,6 +13,8 @@ const replyText = (loc) => loc.evaluate((a) => [...a.querySelectorAll('.think-bo
 
 async function stream({ page, w, env }) {
   await ready(page, env.base);
+  // Seed 3 gives a 229-token reply (to max_tokens), long enough to watch grow.
+  await seeded(page, 3);
   await send(page, 'Hello! Say something.');
   const reply = lastReply(page);
   // Watch the text grow while the reply streams.
@@ -37,6 +39,7 @@ async function stream({ page, w, env }) {
   assert.equal(w.chats.length, 1);
   const body = w.chats[0].body;
   assert.equal(body.stream, true);
+  assert.equal(body.seed, 3);
   assert.deepEqual(body.stream_options, { include_usage: true });
   assert.deepEqual(body.messages, [{ role: 'user', content: 'Hello! Say something.' }]);
   return { text, stats, model: body.model };
@@ -44,6 +47,7 @@ async function stream({ page, w, env }) {
 
 async function stop({ page, w, env }) {
   await ready(page, env.base);
+  await seeded(page, 3);
   await send(page, 'Tell me a long story.');
   const reply = lastReply(page);
   await page.waitForFunction(() => {
