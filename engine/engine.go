@@ -83,7 +83,7 @@ func LoadCheckpoint(ck *checkpoint.Checkpoint, opt Options) (*Model, error) {
 	// every decode step: it gets them on huge pages (weights.OpenOptions).
 	copier, _ := b.(tensor.UploadCopier)
 	copies := copier != nil && copier.CopiesUploads()
-	set, err := weights.OpenWith(dir, weights.OpenOptions{HugePages: !copies})
+	set, err := ck.OpenWeights(weights.OpenOptions{HugePages: !copies})
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", dir, err)
 	}

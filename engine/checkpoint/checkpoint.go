@@ -16,6 +16,7 @@ import (
 
 	"hearth/engine/config"
 	"hearth/engine/family"
+	"hearth/engine/gguf"
 	"hearth/engine/tensor"
 	"hearth/engine/weights"
 	"hearth/internal/readfile"
@@ -33,6 +34,9 @@ type Checkpoint struct {
 	// they cannot be read (Err says why).
 	Weights *weights.Summary
 	Towers  family.Caps // the vision and audio towers the weights hold
+	// GGUF is the model when it is a GGUF file (gguf.go); nil for
+	// safetensors.
+	GGUF *gguf.Checkpoint
 }
 
 // ErrNoConfig is the error of a directory without config.json: not a
@@ -43,15 +47,20 @@ var ErrNoConfig = errors.New("no config.json")
 // are a few kilobytes, and a hostile one must not be read into memory whole.
 const maxConfigBytes = 16 << 20
 
-// Read reads dir. Without a readable config.json it returns only the error.
+// Read reads dir. A .gguf file, or a folder without config.json that holds
+// one GGUF model, is read as the checkpoint it was converted from (gguf.go).
+// Without a readable config.json it returns only the error.
 // Past that it always returns the Checkpoint, with the first fault of the
 // rest (a quantization Hearth cannot read, missing or truncated weights) as
 // the error: a listing shows what is known about a broken download, a
 // loader refuses it.
 func Read(dir string) (*Checkpoint, error) {
+	if path, _ := gguf.Find(dir); path == dir {
+		return readGGUF(dir, dir)
+	}
 	raw, err := readBounded(filepath.Join(dir, "config.json"))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, ErrNoConfig
+		return readGGUFDir(dir)
 	}
 	if err != nil {
 		return nil, err
@@ -100,6 +109,9 @@ func readBounded(path string) ([]byte, error) { return readfile.Bounded(path, ma
 // dtype holding most bytes ("bf16"); from config.json's dtype when the
 // headers are unreadable, and "" when nothing says.
 func (c *Checkpoint) Quantization() string {
+	if c.GGUF != nil {
+		return c.GGUF.Label
+	}
 	if len(c.Config.Quantization) > 0 {
 		if l := c.Quant.Label(); l != "" {
 			return l

@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"hearth/engine/gguf"
 )
 
 // Errors a caller acts on.
@@ -244,8 +246,8 @@ func (r *Registry) resolveDir(dir string) (Record, error) {
 		return Record{}, err
 	}
 	st, err := os.Stat(abs)
-	if err != nil || !st.IsDir() {
-		return Record{}, fmt.Errorf("%w: %s is not a directory", ErrNotFound, abs)
+	if file, _ := gguf.Find(abs); err != nil || !st.IsDir() && file != abs { // a .gguf file is a checkpoint too
+		return Record{}, fmt.Errorf("%w: %s is not a directory or a .gguf file", ErrNotFound, abs)
 	}
 	rec := r.classifyLocal(abs)
 	return rec, wrapName(rec.ID, rec.Err())

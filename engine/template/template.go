@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"hearth/engine/gguf"
 	"hearth/engine/template/jinja"
 )
 
@@ -91,8 +92,12 @@ var reserved = map[string]bool{"messages": true, "tools": true, "documents": tru
 // does: chat_template.jinja when present, otherwise tokenizer_config.json's
 // "chat_template" (a string, or a list of {name, template} of which
 // "default" is used, and "tool_use" when tools are given), and the special
-// tokens from tokenizer_config.json.
+// tokens from tokenizer_config.json; a GGUF checkpoint's from its
+// metadata (gguf.go).
 func Load(dir string) (*Template, error) {
+	if path, _ := gguf.Find(dir); path != "" {
+		return loadGGUF(path)
+	}
 	cfgPath := filepath.Join(dir, "tokenizer_config.json")
 	var cfg tokenizerConfig
 	data, err := os.ReadFile(cfgPath)

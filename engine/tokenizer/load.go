@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"hearth/engine/gguf"
 )
 
 // ErrUnsupported is wrapped by load errors for tokenizer.json components
@@ -21,7 +23,16 @@ func unsupported(kind, typ string, supported ...string) error {
 
 // Load reads dir/tokenizer.json and, when present, dir/tokenizer_config.json
 // (with dir/special_tokens_map.json as a fallback for bos_token/eos_token).
+// A GGUF checkpoint (dir a .gguf file, or a folder holding one model:
+// gguf.Find) carries its tokenizer in its metadata (FromGGUF).
 func Load(dir string) (*Tokenizer, error) {
+	if path, _ := gguf.Find(dir); path != "" {
+		m, err := gguf.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("load tokenizer: %w", err)
+		}
+		return FromGGUF(m.Meta())
+	}
 	tj, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
 	if err != nil {
 		return nil, fmt.Errorf("load tokenizer: %w", err)

@@ -27,7 +27,8 @@ type Set struct {
 // tensorRef locates one tensor in the Set.
 type tensorRef struct {
 	info Info
-	file int // index into Set.maps
+	file int    // index into Set.maps
+	data []byte // the bytes themselves when Place put them (assembled.go)
 }
 
 // Open maps the checkpoint in dir (model.safetensors, or
@@ -171,6 +172,9 @@ func (s *Set) Bytes(name string) ([]byte, bool) {
 	r, ok := s.tensors[name]
 	if !ok || s.closed {
 		return nil, false
+	}
+	if r.data != nil {
+		return r.data, true
 	}
 	m := s.maps[r.file]
 	end := r.info.Offset + r.info.Length

@@ -1,0 +1,553 @@
+package gguf_test
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"hearth/engine"
+	"hearth/engine/checkpoint"
+	"hearth/engine/family"
+	"hearth/engine/gguf"
+	"hearth/engine/tensor"
+	"hearth/engine/weights"
+	"hearth/internal/testmodels"
+)
+
+// decode loads the checkpoint at path on the CPU, runs prompt and then
+// steps greedy steps, and returns each step's logits and greedy id.
+func decode(t *testing.T, path string, prompt []int32, steps int) ([][]float32, []int32) {
+	t.Helper()
+	m, err := engine.Load(path, engine.Options{Backend: "cpu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	seq, err := m.NewSequence(len(prompt) + steps + 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer seq.Close()
+	ctx := context.Background()
+	logits, err := seq.Forward(ctx, prompt, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all [][]float32
+	var ids []int32
+	for step := range steps {
+		id := argmax(logits)
+		all, ids = append(all, logits), append(ids, id)
+		if step+1 < steps {
+			if logits, err = seq.Forward(ctx, []int32{id}, false); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return all, ids
+}
+
+func argmax(x []float32) int32 {
+	best := 0
+	for i, v := range x {
+		if v > x[best] {
+			best = i
+		}
+	}
+	return int32(best)
+}
+
+// margin is the gap between the largest logit and the next.
+func margin(x []float32) float64 {
+	a, b := math.Inf(-1), math.Inf(-1)
+	for _, v := range x {
+		switch f := float64(v); {
+		case f > a:
+			a, b = f, a
+		case f > b:
+			b = f
+		}
+	}
+	return a - b
+}
+
+// compare holds got to want: the same greedy ids and every logit within
+// tol; it returns the largest difference.
+func compare(t *testing.T, what string, got, want [][]float32, gotIDs, wantIDs []int32, tol float64) float64 {
+	t.Helper()
+	worst := 0.0
+	for step := range want {
+		if len(got[step]) != len(want[step]) {
+			t.Fatalf("%s step %d: %d logits, want %d", what, step, len(got[step]), len(want[step]))
+		}
+		for i := range want[step] {
+			d := math.Abs(float64(got[step][i] - want[step][i]))
+			if !(d <= tol) {
+				t.Fatalf("%s step %d: logit[%d] = %v, want %v (|Δ| %.3g > %.3g)", what, step, i, got[step][i], want[step][i], d, tol)
+			}
+			worst = max(worst, d)
+		}
+		if gotIDs[step] != wantIDs[step] {
+			t.Fatalf("%s step %d: greedy id %d, want %d (reference margin %.3g)", what, step, gotIDs[step], wantIDs[step], margin(want[step]))
+		}
+	}
+	return worst
+}
+
+// ggufModels are the committed checkpoints a GGUF file can carry whole:
+// the hyperparameters llama.cpp's converter writes say all transformers
+// needs. (Not gemma2-f32, whose query_pre_attn_scalar of 32 is not the
+// head size GGUF implies, nor gemma3-f32, whose full-attention layer 2 is
+// not on llama.cpp's fixed one-in-six pattern: TestGGUFGemmaSandwich
+// holds those two to their own safetensors under llama.cpp's reading.)
+var ggufModels = []string{"llama-f32", "qwen2-f32", "qwen3-f32", "gemma-f32", "phi3-f32"}
+
+// TestGGUFF32 converts each checkpoint to an F32 GGUF file and holds its
+// logits to the same checkpoint loaded from safetensors, and to the
+// transformers golden within the manifest's tolerance, greedy ids exact.
+func TestGGUFF32(t *testing.T) {
+	man, err := testmodels.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range ggufModels {
+		t.Run(name, func(t *testing.T) {
+			e, ok := man.Find(name)
+			if !ok {
+				t.Fatalf("no manifest entry %q", name)
+			}
+			g, err := e.Golden()
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := convert(t, name, gguf.F32).write(t, name+".gguf")
+			got, gotIDs := decode(t, path, g.PromptIDs, len(g.Logits))
+			want, wantIDs := decode(t, e.Path(), g.PromptIDs, len(g.Logits))
+			// Llama 3's rope is the one thing computed differently: the
+			// file holds its scaling as per-frequency factors, which could
+			// round apart from transformers' formula in the last bit (here
+			// they do not).
+			same := compare(t, "vs safetensors", got, want, gotIDs, wantIDs, 1e-6)
+			golden := compare(t, "vs transformers", got, g.Logits, gotIDs, g.GreedyIDs, e.Tolerance.MaxAbsLogit)
+			t.Logf("max |Δlogit| vs safetensors %.3g, vs transformers %.3g (tolerance %.3g)", same, golden, e.Tolerance.MaxAbsLogit)
+			if name != "llama-f32" && same != 0 {
+				t.Errorf("logits differ from the safetensors load by up to %.3g; the same weights should give the same bits", same)
+			}
+		})
+	}
+}
+
+// TestGGUFQuantized converts each checkpoint to Q8_0 and Q4_0 (quantized
+// by ggml's reference quantizers) and holds the quantized load to the
+// same weights decoded to F32 (gguf.Dequantize, bit for bit gguf-py's)
+// and loaded as an F32 file: the quantized kernels compute with exactly
+// those values, so only float32 summation order differs (the manifest's
+// tolerance for MLX-quantized entries, for the same reason).
+func TestGGUFQuantized(t *testing.T) {
+	man, err := testmodels.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range ggufModels {
+		for _, typ := range []gguf.GGMLType{gguf.Q8_0, gguf.Q4_0, gguf.Q4_1, gguf.Q5_0, gguf.Q5_1} {
+			t.Run(name+"/"+typ.String(), func(t *testing.T) {
+				e, _ := man.Find(name)
+				g, err := e.Golden()
+				if err != nil {
+					t.Fatal(err)
+				}
+				q := convert(t, name, typ)
+				path := q.write(t, name+".gguf")
+				ref := q.dequantized(t).write(t, name+"-dequantized.gguf")
+				ck, err := checkpoint.Read(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if l := ck.Quantization(); l != strings.ToLower(typ.String()) {
+					t.Errorf("quantization label %q, want %q", l, strings.ToLower(typ.String()))
+				}
+				checkSummary(t, ck)
+				got, gotIDs := decode(t, path, g.PromptIDs, len(g.Logits))
+				want, wantIDs := decode(t, ref, g.PromptIDs, len(g.Logits))
+				worst := compare(t, "vs dequantized", got, want, gotIDs, wantIDs, 1e-4)
+				t.Logf("max |Δlogit| vs the dequantized weights %.3g", worst)
+			})
+		}
+	}
+}
+
+// TestGGUFFolder loads a folder holding one GGUF model, and refuses one
+// holding two with a message naming them.
+func TestGGUFFolder(t *testing.T) {
+	c := convert(t, "qwen3-f32", gguf.F32)
+	path := c.write(t, "qwen3.gguf")
+	dir := filepath.Dir(path)
+	if err := os.WriteFile(filepath.Join(dir, "mmproj-qwen3.gguf"), []byte("not read"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ck, err := checkpoint.Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ck.GGUF == nil || ck.Config.ModelType != "qwen3" || ck.Weights == nil || ck.Quantization() != "f32" {
+		t.Fatalf("checkpoint %+v", ck)
+	}
+	m, err := engine.Load(dir, engine.Options{Backend: "cpu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+	if err := os.Link(path, filepath.Join(dir, "other.gguf")); err != nil {
+		t.Fatal(err)
+	}
+	_, err = checkpoint.Read(dir)
+	if !errors.Is(err, checkpoint.ErrNoConfig) || !strings.Contains(err.Error(), "other.gguf") {
+		t.Fatalf("two models: %v", err)
+	}
+}
+
+// loadErr loads c written to a file and returns the error, which must
+// not be nil.
+func loadErr(t *testing.T, c converted) error {
+	t.Helper()
+	_, err := engine.Load(c.write(t, "bad.gguf"), engine.Options{Backend: "cpu"})
+	if err == nil {
+		t.Fatal("loaded")
+	}
+	return err
+}
+
+func TestGGUFErrors(t *testing.T) {
+	base := convert(t, "llama-f32", gguf.F32)
+	wants := func(t *testing.T, err error, parts ...string) {
+		t.Helper()
+		for _, p := range parts {
+			if !strings.Contains(err.Error(), p) {
+				t.Errorf("error %q does not say %q", err, p)
+			}
+		}
+	}
+	t.Run("unknown architecture", func(t *testing.T) {
+		err := loadErr(t, base.with(str("general.architecture", "mamba")))
+		if !errors.Is(err, family.ErrUnsupported) || !errors.Is(err, gguf.ErrUnsupportedArch) {
+			t.Errorf("error %q does not wrap family.ErrUnsupported and gguf.ErrUnsupportedArch", err)
+		}
+		wants(t, err, `"mamba"`, "llama", "qwen3")
+	})
+	t.Run("missing key", func(t *testing.T) {
+		c := base
+		c.kv = nil
+		for _, kv := range base.kv {
+			if kv.Key != "llama.embedding_length" {
+				c.kv = append(c.kv, kv)
+			}
+		}
+		wants(t, loadErr(t, c), "llama.embedding_length", "missing")
+	})
+	t.Run("missing tensor", func(t *testing.T) {
+		c := base.editTensors(func(ts []gguf.WriteTensor) []gguf.WriteTensor {
+			var out []gguf.WriteTensor
+			for _, wt := range ts {
+				if wt.Name != "blk.1.ffn_down.weight" {
+					out = append(out, wt)
+				}
+			}
+			return out
+		})
+		wants(t, loadErr(t, c), "missing", "model.layers.1.mlp.down_proj.weight")
+	})
+	t.Run("Q6_K tensor", func(t *testing.T) {
+		c := base.editTensors(func(ts []gguf.WriteTensor) []gguf.WriteTensor {
+			for i, wt := range ts {
+				if wt.Name == "blk.0.ffn_down.weight" {
+					// [128 in, 64 out]: no row is whole 256-value blocks; make
+					// the row 256 long to be a valid Q6_K header
+					ts[i] = gguf.WriteTensor{Name: wt.Name, Dims: []uint64{256, 32}, Type: gguf.Q6_K, Data: make([]byte, 32*gguf.Q6_K.BlockBytes())}
+				}
+			}
+			return ts
+		})
+		path := c.write(t, "q6k.gguf")
+		ck, err := checkpoint.Read(path)
+		if err == nil || ck == nil || ck.Weights != nil {
+			t.Fatalf("Read: %v, %+v", err, ck)
+		}
+		wants(t, err, "Q6_K", `"blk.0.ffn_down.weight"`)
+		_, err = engine.Load(path, engine.Options{Backend: "cpu"})
+		if err == nil {
+			t.Fatal("loaded")
+		}
+		wants(t, err, "Q6_K", `"blk.0.ffn_down.weight"`)
+	})
+	t.Run("wrong shape", func(t *testing.T) {
+		c := base.editTensors(func(ts []gguf.WriteTensor) []gguf.WriteTensor {
+			for i, wt := range ts {
+				if wt.Name == "blk.0.ffn_gate.weight" { // [64 in, 128 out] read as [128 in, 64 out]
+					ts[i].Dims = []uint64{wt.Dims[1], wt.Dims[0]}
+				}
+			}
+			return ts
+		})
+		wants(t, loadErr(t, c), "model.layers.0.mlp.gate_proj", "shape [64 128]", "[128 64]")
+	})
+	t.Run("heads do not split rows", func(t *testing.T) {
+		// 64 heads: the 64 Q rows cannot hold two halves of each
+		err := loadErr(t, base.with(u32("llama.attention.head_count", 64)))
+		wants(t, err, `"blk.0.attn_q.weight"`, "64 heads")
+	})
+	t.Run("per-layer heads", func(t *testing.T) {
+		c := base.with(gguf.KV{Key: "llama.attention.head_count_kv", Value: gguf.Value{Type: gguf.TypeArray, Elem: gguf.TypeUint32, V: []uint64{2, 1}}})
+		wants(t, loadErr(t, c), "llama.attention.head_count_kv", "differs between layers")
+	})
+}
+
+// TestGGUFGemmaSandwich holds Gemma 2 and 3 files (sandwich norms under
+// their GGUF names, the +1 norms, softcaps, sliding layers) to their
+// safetensors checkpoints. A GGUF file has no query_pre_attn_scalar and
+// llama.cpp fixes Gemma 3's sliding pattern, so gemma2-f32 (scalar 32)
+// is held to a copy whose config says what llama.cpp reads (the head
+// size, 16), and gemma3-f32 (layer 2 full) carries its pattern in
+// gemma3.attention.sliding_window_pattern, which makes its golden apply;
+// without the key, the file reads as llama.cpp's five-in-six pattern.
+func TestGGUFGemmaSandwich(t *testing.T) {
+	man, err := testmodels.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("gemma2", func(t *testing.T) {
+		e, _ := man.Find("gemma2-f32")
+		g, err := e.Golden()
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := testmodels.Copy(t, "gemma2-f32")
+		editConfig(t, dir, func(c map[string]any) { c["query_pre_attn_scalar"] = 16 })
+		path := convert(t, "gemma2-f32", gguf.F32).write(t, "gemma2.gguf")
+		got, gotIDs := decode(t, path, g.PromptIDs, len(g.Logits))
+		want, wantIDs := decode(t, dir, g.PromptIDs, len(g.Logits))
+		if d := compare(t, "vs safetensors", got, want, gotIDs, wantIDs, 0); d != 0 {
+			t.Errorf("max |Δlogit| %.3g", d)
+		}
+	})
+	t.Run("gemma3", func(t *testing.T) {
+		e, _ := man.Find("gemma3-f32")
+		g, err := e.Golden()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := convert(t, "gemma3-f32", gguf.F32)
+		pattern := gguf.KV{Key: "gemma3.attention.sliding_window_pattern", Value: gguf.Value{Type: gguf.TypeArray, Elem: gguf.TypeBool, V: []bool{true, true, false}}}
+		path := c.with(pattern).write(t, "gemma3.gguf")
+		got, gotIDs := decode(t, path, g.PromptIDs, len(g.Logits))
+		want, wantIDs := decode(t, e.Path(), g.PromptIDs, len(g.Logits))
+		if d := compare(t, "vs safetensors", got, want, gotIDs, wantIDs, 0); d != 0 {
+			t.Errorf("max |Δlogit| %.3g", d)
+		}
+		d := compare(t, "vs transformers", got, g.Logits, gotIDs, g.GreedyIDs, e.Tolerance.MaxAbsLogit)
+		t.Logf("max |Δlogit| vs transformers %.3g", d)
+
+		ck, err := checkpoint.Read(c.write(t, "gemma3-default.gguf"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, typ := range ck.Config.LayerTypes {
+			if typ != "sliding_attention" {
+				t.Errorf("without the pattern key, layer %d of 3 is %s; llama.cpp's pattern slides all but every sixth", i, typ)
+			}
+		}
+		if ck.Config.SlidingRope == nil || ck.Config.SlidingRope.Theta != 10000 {
+			t.Errorf("sliding rope %+v, want base 10000", ck.Config.SlidingRope)
+		}
+	})
+}
+
+// editConfig rewrites dir/config.json through edit.
+func editConfig(t *testing.T, dir string, edit func(map[string]any)) {
+	t.Helper()
+	path := filepath.Join(dir, "config.json")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c map[string]any
+	if err := json.Unmarshal(raw, &c); err != nil {
+		t.Fatal(err)
+	}
+	edit(c)
+	if raw, err = json.Marshal(c); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestGGUFSplit loads a model split over two files (gguf-split's
+// NAME-0000K-of-0000N.gguf, metadata in the first), named by its first
+// split or by its folder, with the logits of the single file.
+func TestGGUFSplit(t *testing.T) {
+	c := convert(t, "qwen2-f32", gguf.F32)
+	dir := t.TempDir()
+	half := len(c.tensors) / 2
+	for k, part := range [][]gguf.WriteTensor{c.tensors[:half], c.tensors[half:]} {
+		kv := []gguf.KV{
+			{Key: "split.no", Value: gguf.Value{Type: gguf.TypeUint16, V: uint64(k)}},
+			{Key: "split.count", Value: gguf.Value{Type: gguf.TypeUint16, V: uint64(2)}},
+			{Key: "split.tensors.count", Value: gguf.Value{Type: gguf.TypeInt32, V: int64(len(c.tensors))}},
+		}
+		if k == 0 {
+			kv = append(slices.Clone(c.kv), kv...)
+		}
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("qwen2-%05d-of-00002.gguf", k+1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := gguf.Write(f, kv, part); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	man, err := testmodels.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _ := man.Find("qwen2-f32")
+	g, err := e.Golden()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, wantIDs := decode(t, c.write(t, "qwen2.gguf"), g.PromptIDs, 3)
+	for _, path := range []string{filepath.Join(dir, "qwen2-00001-of-00002.gguf"), dir} {
+		got, gotIDs := decode(t, path, g.PromptIDs, 3)
+		if d := compare(t, "split vs single", got, want, gotIDs, wantIDs, 0); d != 0 {
+			t.Errorf("%s: max |Δlogit| %.3g", path, d)
+		}
+	}
+}
+
+// kBlocks returns n random Q4_K or Q5_K super-blocks whose d and dmin are
+// small, so the weights stay under about 0.5: any bytes are a valid
+// block, and the test compares a load with the same blocks decoded, so
+// the values need only be tame, not a good quantization. d and dmin use
+// a half's whole mantissa, as a quantizer's do, so their products with
+// the 6-bit sub-block scales are not halves (the repack keeps them F32).
+func kBlocks(rng *rand.Rand, typ gguf.GGMLType, n int) []byte {
+	out := make([]byte, n*typ.BlockBytes())
+	rng.Read(out)
+	for b := 0; b < len(out); b += typ.BlockBytes() {
+		binary.LittleEndian.PutUint16(out[b:], tensor.FloatToHalf(float32(1+rng.Float64())/4096))
+		binary.LittleEndian.PutUint16(out[b+2:], tensor.FloatToHalf(float32(1+rng.Float64())/8192))
+	}
+	return out
+}
+
+// TestGGUFKQuants loads a Llama-shaped file whose rows are whole 256-value
+// super-blocks, its matrices in Q4_K and Q5_K mixed as a Q4_K_M file
+// mixes them (with Q8_0 for the output, where such a file has Q6_K), and
+// holds it to the same blocks decoded to F32: the k-quants' F32 group
+// scales, per-path bits, and Q/K rows un-permuted as whole super-blocks.
+func TestGGUFKQuants(t *testing.T) {
+	const hidden, inter, vocab, layers, heads, kvHeads = 256, 512, 256, 2, 4, 2
+	rng := rand.New(rand.NewSource(1))
+	kv := []gguf.KV{
+		str("general.architecture", "llama"),
+		u32("llama.block_count", layers),
+		u32("llama.context_length", 64),
+		u32("llama.embedding_length", hidden),
+		u32("llama.feed_forward_length", inter),
+		u32("llama.attention.head_count", heads),
+		u32("llama.attention.head_count_kv", kvHeads),
+		f32("llama.attention.layer_norm_rms_epsilon", 1e-5),
+		u32("general.file_type", 15),
+	}
+	var ts []gguf.WriteTensor
+	matrix := func(name string, typ gguf.GGMLType, rows, cols int) {
+		wt := gguf.WriteTensor{Name: name, Dims: []uint64{uint64(cols), uint64(rows)}, Type: typ}
+		if typ == gguf.Q8_0 {
+			w := make([]float32, rows*cols)
+			for i := range w {
+				w[i] = float32(rng.NormFloat64() * 0.05)
+			}
+			wt.Data = quantizeQ8_0(w)
+		} else {
+			wt.Data = kBlocks(rng, typ, rows*cols/256)
+		}
+		ts = append(ts, wt)
+	}
+	norm := func(name string) {
+		w := make([]float32, hidden)
+		for i := range w {
+			w[i] = 1 + float32(rng.NormFloat64()*0.1)
+		}
+		ts = append(ts, gguf.WriteTensor{Name: name, Dims: []uint64{hidden}, Type: gguf.F32, Data: f32Bytes(w)})
+	}
+	matrix("token_embd.weight", gguf.Q4_K, vocab, hidden)
+	for i := range layers {
+		p := fmt.Sprintf("blk.%d.", i)
+		norm(p + "attn_norm.weight")
+		norm(p + "ffn_norm.weight")
+		matrix(p+"attn_q.weight", gguf.Q4_K, hidden, hidden)
+		matrix(p+"attn_k.weight", gguf.Q4_K, kvHeads*hidden/heads, hidden)
+		matrix(p+"attn_v.weight", gguf.Q5_K, kvHeads*hidden/heads, hidden)
+		matrix(p+"attn_output.weight", gguf.Q4_K, hidden, hidden)
+		matrix(p+"ffn_gate.weight", gguf.Q4_K, inter, hidden)
+		matrix(p+"ffn_up.weight", gguf.Q4_K, inter, hidden)
+		matrix(p+"ffn_down.weight", gguf.Q5_K, hidden, inter)
+	}
+	norm("output_norm.weight")
+	matrix("output.weight", gguf.Q8_0, vocab, hidden)
+	c := converted{arch: "llama", kv: kv, tensors: ts}
+	path := c.write(t, "k.gguf")
+	ck, err := checkpoint.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := ck.Quantization(); l != "q4_k_m" {
+		t.Errorf("label %q, want q4_k_m", l)
+	}
+	checkSummary(t, ck)
+	prompt := []int32{1, 17, 200, 3, 99, 45, 12, 250}
+	got, gotIDs := decode(t, path, prompt, 6)
+	want, wantIDs := decode(t, c.dequantized(t).write(t, "k-dequantized.gguf"), prompt, 6)
+	d := compare(t, "vs dequantized", got, want, gotIDs, wantIDs, 1e-4)
+	t.Logf("max |Δlogit| vs the dequantized weights %.3g, greedy %v", d, gotIDs)
+}
+
+// checkSummary holds the header-only weight summary of a GGUF checkpoint
+// to the Set its load makes: the same tensors, dtypes, shapes and bytes.
+func checkSummary(t *testing.T, ck *checkpoint.Checkpoint) {
+	t.Helper()
+	set, err := ck.OpenWeights(weights.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	var names []string
+	var bytes int64
+	for _, in := range ck.Weights.Tensors {
+		names = append(names, in.Name)
+		got, ok := set.Info(in.Name)
+		data, _ := set.Bytes(in.Name)
+		if !ok || got.DType != in.DType || !slices.Equal(got.Shape, in.Shape) || int64(len(data)) != in.Length {
+			t.Errorf("%s: summary says %s %v (%d bytes), the load %s %v (%d bytes)", in.Name, in.DType, in.Shape, in.Length, got.DType, got.Shape, len(data))
+		}
+		bytes += in.Length
+	}
+	if !slices.Equal(names, set.Names()) {
+		t.Errorf("summary lists %v, the load %v", names, set.Names())
+	}
+	if bytes != ck.Weights.Bytes {
+		t.Errorf("summary Bytes %d, its tensors %d", ck.Weights.Bytes, bytes)
+	}
+}
