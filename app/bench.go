@@ -11,7 +11,7 @@ import (
 // or on a synthetic model of a real checkpoint's shape (engine/bench).
 func (c *cli) bench(args []string) error {
 	fs := c.flags("bench", "bench [flags]")
-	model := fs.String("model", "", "a model (repo id in the cache, or a checkpoint directory)")
+	model := fs.String("model", "", "a model (repo id in the cache, a checkpoint directory, or a .gguf file)")
 	options := bench.Flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err

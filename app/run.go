@@ -45,7 +45,7 @@ func (c *cli) runModel(args []string) error {
 	}
 	if fs.NArg() < 1 {
 		fs.Usage()
-		return errors.New("run: MODEL is required (a model you pulled, by its catalog name or repo id, or a checkpoint directory)")
+		return errors.New("run: MODEL is required (a model you pulled, by its catalog name or repo id, a checkpoint directory, or a .gguf file)")
 	}
 	var sp web.SamplingParams
 	fs.Visit(func(f *flag.Flag) {

@@ -84,6 +84,7 @@ type engineFlags struct {
 	drain     *time.Duration // how long shutdown lets requests finish
 	bodyTime  *time.Duration // how long a client may take to send a body
 	mediaURLs *bool          // fetch the http(s) URLs of image and video parts
+	parallel  *int           // requests to one model decoding at once (batched)
 	rf        runnerFlags
 }
 
@@ -121,6 +122,12 @@ func (c *cli) engineFlags(fs *flag.FlagSet) (*engineFlags, error) {
 	if err != nil {
 		return nil, err
 	}
+	parallel := 1
+	if v := c.env.Getenv("HEARTH_PARALLEL"); v != "" {
+		if parallel, err = strconv.Atoi(v); err != nil || parallel < 1 {
+			return nil, fmt.Errorf("HEARTH_PARALLEL=%q is not a positive number of requests", v)
+		}
+	}
 	mediaURLs := false
 	if v := c.env.Getenv("HEARTH_ALLOW_MEDIA_URLS"); v != "" {
 		if mediaURLs, err = strconv.ParseBool(v); err != nil {
@@ -129,7 +136,7 @@ func (c *cli) engineFlags(fs *flag.FlagSet) (*engineFlags, error) {
 	}
 	return &engineFlags{
 		addr:      addr,
-		model:     fs.String("model", c.env.Getenv("HEARTH_MODEL"), "model to serve when a request names none: a Hugging Face repo id in the cache, or a checkpoint directory (env HEARTH_MODEL; default: the built-in model)"),
+		model:     fs.String("model", c.env.Getenv("HEARTH_MODEL"), "model to serve when a request names none: a Hugging Face repo id in the cache, a checkpoint directory, or a .gguf file (env HEARTH_MODEL; default: the built-in model)"),
 		origins:   fs.String("origins", c.env.Getenv("HEARTH_ORIGINS"), "browser origins allowed besides the server's own, comma-separated; * in a host or port is a wildcard (env HEARTH_ORIGINS)"),
 		queue:     fs.Int("queue", 64, "requests that may wait for the model; more get 429"),
 		maxModels: fs.Int("max-models", maxModels, "models kept loaded at once, memory permitting; loading one more unloads the least recently used idle one (env HEARTH_MAX_MODELS)"),
@@ -137,9 +144,14 @@ func (c *cli) engineFlags(fs *flag.FlagSet) (*engineFlags, error) {
 		drain:     fs.Duration("drain", drain, "on shutdown, how long requests may run to their end; streams still running then end with an error event (env HEARTH_DRAIN)"),
 		bodyTime:  fs.Duration("body-timeout", bodyTimeout, "how long a client may take to send a request body; a slower one gets 408 (env HEARTH_BODY_TIMEOUT)"),
 		mediaURLs: fs.Bool("allow-media-urls", mediaURLs, "let image and video parts name http(s) URLs, which the server downloads (at most 20 MiB each, in 30s, never from loopback or private addresses); off, clients send the bytes as base64 (env HEARTH_ALLOW_MEDIA_URLS)"),
+		parallel:  fs.Int("parallel", parallel, "requests to one model that decode at once, their steps batched into one pass (continuous batching); each holds a KV cache of the whole context, which the memory estimate counts (env HEARTH_PARALLEL)"),
 		rf:        c.runnerFlags(fs),
 	}, nil
 }
+
+// maxParallel bounds --parallel: each request holds a whole context's KV
+// cache, and a batched step's rows beyond a few dozen gain little.
+const maxParallel = 64
 
 // newPool resolves the default model (--model, else the built-in one) and
 // makes the pool that owns the loaded models.
@@ -174,10 +186,14 @@ func (c *cli) newPool(f *engineFlags) (*pool.Pool, pool.Model, error) {
 			def.Shape = rec.Shape
 		}
 	}
+	if *f.parallel < 1 || *f.parallel > maxParallel {
+		return nil, def, fmt.Errorf("--parallel %d: between 1 and %d requests", *f.parallel, maxParallel)
+	}
 	ropt, err := f.rf.options(*f.queue)
 	if err != nil {
 		return nil, def, err
 	}
+	ropt.Parallel = *f.parallel
 	return pool.New(pool.Options{
 		Runner: ropt, Default: def, Resolve: c.registryResolve,
 		MaxModels: *f.maxModels, KeepAlive: &keep, Memory: fit.System,
@@ -262,8 +278,12 @@ func (c *cli) serve(args []string) error {
 // and, while the default is the starter, how to get a real model.
 func (c *cli) banner(url string, info engine.Info, starter bool, took time.Duration) {
 	fmt.Fprintf(c.stdout, "hearth %s listening on %s — open it to chat; the API is at /v1 (OpenAI) and /v1/messages (Anthropic)\n", version, url)
-	fmt.Fprintf(c.stdout, "serving %s (%s, %s, %d tokens of context; loaded in %s)\n",
-		info.ID, info.Family, info.Backend, info.ContextTokens, took.Round(time.Millisecond))
+	parallel := ""
+	if info.Parallel > 1 {
+		parallel = fmt.Sprintf(", %d requests at once", info.Parallel)
+	}
+	fmt.Fprintf(c.stdout, "serving %s (%s, %s, %d tokens of context%s; loaded in %s)\n",
+		info.ID, info.Family, info.Backend, info.ContextTokens, parallel, took.Round(time.Millisecond))
 	if starter {
 		fmt.Fprintf(c.stdout, "%s is a tiny built-in model for a first try; for a real one: hearth pull NAME (hearth ls --available lists them), then pick it in the chat\n", assets.StarterID)
 	}

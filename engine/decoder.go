@@ -29,7 +29,9 @@ type decoder interface {
 // one, masking what the format refuses.
 // seq may already hold the prompt's first tokens (a prompt-cache hit):
 // only the rest is prefilled.
-func (r *Runner) newDecoder(ctx context.Context, seq *Sequence, req *Request, prompt []int32) (decoder, error) {
+// A batched request (Runner.batch, continuous batching) samples on the
+// host, its steps taken with the other streams'.
+func (r *Runner) newDecoder(ctx context.Context, seq *Sequence, req *Request, prompt []int32, batched bool) (decoder, error) {
 	rest := prompt[seq.Len():]
 	var mask *masker
 	format := req.Format
@@ -45,10 +47,10 @@ func (r *Runner) newDecoder(ctx context.Context, seq *Sequence, req *Request, pr
 			return nil, err
 		}
 	}
-	if r.draft != nil && mask == nil && (req.Speculative == nil || *req.Speculative) {
+	if !batched && r.draft != nil && mask == nil && (req.Speculative == nil || *req.Speculative) {
 		return r.newSpeculative(ctx, seq, req, prompt, r.draft)
 	}
-	if req.Sample.PlainGreedy() && !req.Logprobs && mask == nil {
+	if !batched && req.Sample.PlainGreedy() && !req.Logprobs && mask == nil {
 		g, err := seq.Greedy(ctx, rest)
 		if err != nil {
 			return nil, err
@@ -59,8 +61,13 @@ func (r *Runner) newDecoder(ctx context.Context, seq *Sequence, req *Request, pr
 	if err != nil {
 		return nil, err
 	}
-	return &hostSampler{r: r, ctx: ctx, seq: seq, req: req, sampler: sample.New(req.Sample, prompt),
-		mask: mask, logits: logits, last: -1, done: time.Now()}, nil
+	h := &hostSampler{r: r, ctx: ctx, seq: seq, req: req, sampler: sample.New(req.Sample, prompt),
+		mask: mask, logits: logits, last: -1, done: time.Now()}
+	if batched {
+		h.batch = r.batch
+		h.batch.join()
+	}
+	return h, nil
 }
 
 // deviceGreedy is plain greedy decoding on the backend, which queues each
@@ -94,12 +101,18 @@ type hostSampler struct {
 	logits  []float32 // for the next token
 	last    int32     // the token whose pass is still to run; -1 when none
 	done    time.Time
+	batch   *batcher // when set, each pass is a row of a batched step
 }
 
 func (h *hostSampler) next(bool) (int32, *TokenLogprob, error) {
 	if h.last >= 0 {
 		var err error
-		if h.logits, err = h.seq.Forward(h.ctx, []int32{h.last}, false); err != nil {
+		if h.batch != nil {
+			h.logits, err = h.batch.step(h.ctx, h.seq, h.last)
+		} else {
+			h.logits, err = h.seq.Forward(h.ctx, []int32{h.last}, false)
+		}
+		if err != nil {
 			return 0, nil, err
 		}
 	}
@@ -128,4 +141,9 @@ func (h *hostSampler) next(bool) (int32, *TokenLogprob, error) {
 }
 
 func (h *hostSampler) prefilled() time.Time { return h.done }
-func (h *hostSampler) close()               {}
+func (h *hostSampler) close() {
+	if h.batch != nil {
+		h.batch.leave()
+		h.batch = nil
+	}
+}

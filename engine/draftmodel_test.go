@@ -51,7 +51,7 @@ func TestModelDraftIdentity(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d, err := r.newDecoder(context.Background(), seq, req, prompt)
+			d, err := r.newDecoder(context.Background(), seq, req, prompt, false)
 			if err != nil {
 				t.Fatal(err)
 			}

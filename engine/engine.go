@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"hearth/engine/backend/cpu"
 	"hearth/engine/cache"
@@ -37,8 +38,10 @@ type Options struct {
 }
 
 // Model is a loaded checkpoint: weights resident on a backend, ready to
-// run sequences. A Model is not safe for concurrent use: one goroutine
-// (the scheduler) owns it.
+// run sequences. Sequences of one Model may run from several goroutines
+// (the runner's batched streams): their passes, allocations and frees take
+// turns on pass. Towers and the device greedy loop run only while no other
+// goroutine uses the model (the runner's exclusive requests).
 type Model struct {
 	Checkpoint *checkpoint.Checkpoint
 	Family     *family.Family
@@ -50,6 +53,7 @@ type Model struct {
 	set        *weights.Set
 	chunk      int
 	sync       bool // Options.Unpipelined
+	pass       sync.Mutex
 }
 
 // Load reads the checkpoint in dir, resolves its family, opens its
@@ -198,7 +202,9 @@ func (m *Model) NewSequence(ctxTokens int) (*Sequence, error) {
 	if m.audio != nil {
 		chunk = max(chunk, m.audio.MaxTokens()) // a clip goes through whole too
 	}
+	m.pass.Lock()
 	caches, err := m.impl.NewCaches(m.backend, ctxTokens, chunk)
+	m.pass.Unlock()
 	if err != nil {
 		return nil, err
 	}
@@ -217,6 +223,8 @@ func (s *Sequence) Trim(n int) {
 
 // Close frees the caches.
 func (s *Sequence) Close() {
+	s.m.pass.Lock()
+	defer s.m.pass.Unlock()
 	for _, c := range s.caches {
 		c.Free()
 	}
@@ -269,6 +277,8 @@ func (s *Sequence) forward(ctx context.Context, tokens []int32, all, argmax bool
 // run runs one chunk and reads back its logits, or with argmax only the
 // index of the largest logit of each row.
 func (s *Sequence) run(ctx context.Context, tokens []int32, all, argmax bool) ([]float32, error) {
+	s.m.pass.Lock()
+	defer s.m.pass.Unlock()
 	g := tensor.NewGraph(s.m.backend)
 	before := s.Len()
 	b, err := s.batch(g, tokens, tensor.T{})

@@ -128,7 +128,7 @@ func (r *Runner) run(j *job) (Usage, error) {
 		}
 	}
 
-	dec, err := r.newDecoder(j.ctx, seq, req, ids)
+	dec, err := r.newDecoder(j.ctx, seq, req, ids, j.batched)
 	if err != nil {
 		return u, err
 	}

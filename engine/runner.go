@@ -45,6 +45,13 @@ type Runner struct {
 	embed    *embedding.Config
 	embedErr error
 
+	// batch runs the decode steps of concurrent plain text requests
+	// together (batch.go); nil when Parallel is 1 or the family cannot.
+	// slots bounds the requests running at once; streams counts them.
+	batch   *batcher
+	slots   chan struct{}
+	streams sync.WaitGroup
+
 	queueLen int
 	mu       sync.Mutex
 	pending  []*job        // waiting for the worker, oldest first
@@ -73,6 +80,10 @@ type RunnerOptions struct {
 	// sequence of the whole context, the usual multi-turn chat; a negative
 	// value turns the cache off.
 	PromptCacheBytes int64
+	// Parallel is how many text requests may decode at once, their steps
+	// batched into one pass (continuous batching, batch.go); each holds a
+	// sequence of the whole context. 0 or 1: one at a time.
+	Parallel int
 }
 
 // Info describes a loaded model for /v1/models, /api/ps and the menu.
@@ -99,6 +110,9 @@ type Info struct {
 	// DraftNote says why a draft model given to the runner does not draft
 	// for it ("" when it does, or none was given).
 	DraftNote string
+	// Parallel is how many text requests decode together (batched); 0
+	// when one runs at a time.
+	Parallel int
 }
 
 // Open loads dir (config, weights, tokenizer, chat template) and starts the
@@ -215,6 +229,11 @@ func newRunner(dir string, m *Model, opt RunnerOptions) (*Runner, error) {
 			r.info.VideoSampling = &o
 		}
 	}
+	if opt.Parallel > 1 && m.CanBatch() {
+		r.batch = newBatcher(m)
+		r.slots = make(chan struct{}, opt.Parallel)
+		r.info.Parallel = opt.Parallel
+	}
 	if opt.DraftModel != nil && r.draft == nil {
 		if err := r.useDraftModel(opt.DraftModel); err != nil {
 			r.info.DraftNote = fmt.Sprintf("not drafting with %s: %v", filepath.Base(opt.DraftModel.Checkpoint.Dir), err)
@@ -270,6 +289,9 @@ func (r *Runner) Tokenizer() *tokenizer.Tokenizer { return r.tok }
 func (r *Runner) Close() error {
 	r.stopOnce.Do(func() { close(r.stop) })
 	r.wg.Wait()
+	if r.batch != nil {
+		r.batch.close()
+	}
 	if md, ok := r.draft.(*ModelDraft); ok {
 		md.Close()
 	}
@@ -331,6 +353,8 @@ type job struct {
 	// Tokens counted so far by the worker: the usage a request cut short
 	// (client gone, server shutting down) reports.
 	promptTokens, completionTokens atomic.Int64
+	// batched: the request runs beside others, its steps batched.
+	batched bool
 }
 
 // counted is the usage of j so far.
@@ -431,14 +455,22 @@ func (r *Runner) next() *job {
 	return j
 }
 
+// loop serves the pending requests in order: each alone, or, when the
+// runner batches, a batchable one on a goroutine of its own beside the
+// others running (up to Parallel), while one that needs the model to
+// itself waits for them to finish.
 func (r *Runner) loop() {
 	defer r.wg.Done()
+	defer r.streams.Wait() // Close frees the model after the streams end
+	closed := func() {
+		for j := r.next(); j != nil; j = r.next() {
+			j.done <- result{err: ErrClosed}
+		}
+	}
 	for {
 		select {
 		case <-r.stop:
-			for j := r.next(); j != nil; j = r.next() {
-				j.done <- result{err: ErrClosed}
-			}
+			closed()
 			return
 		case <-r.wake:
 		}
@@ -447,18 +479,44 @@ func (r *Runner) loop() {
 				j.done <- result{err: err}
 				continue
 			}
+			if r.batchable(&j.req) {
+				select {
+				case r.slots <- struct{}{}:
+				case <-r.stop:
+					j.done <- result{err: ErrClosed}
+					closed()
+					return
+				}
+				j.batched = true
+				r.streams.Add(1)
+				go func() {
+					defer r.streams.Done()
+					u, err := r.run(j)
+					<-r.slots
+					j.done <- result{usage: u, err: err}
+				}()
+				continue
+			}
+			r.streams.Wait()
 			u, err := r.run(j)
 			j.done <- result{usage: u, err: err}
 			select {
 			case <-r.stop:
-				for j := r.next(); j != nil; j = r.next() {
-					j.done <- result{err: ErrClosed}
-				}
+				closed()
 				return
 			default:
 			}
 		}
 	}
+}
+
+// batchable says whether req may run beside others with its decode steps
+// batched: a text request (no pictures, clips or sound, which take the
+// model's towers; no prompt logprobs or embeddings) to a runner that
+// batches and drafts nothing.
+func (r *Runner) batchable(req *Request) bool {
+	return r.batch != nil && r.draft == nil && req.embed == nil && !req.PromptLogprobs &&
+		len(req.Images)+len(req.Videos)+len(req.Audio) == 0
 }
 
 // send delivers a delta unless the request was cancelled.

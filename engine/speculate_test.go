@@ -87,7 +87,7 @@ func TestSpeculativeIdentity(t *testing.T) {
 						t.Fatal(err)
 					}
 					defer seq.Close()
-					d, err := r.newDecoder(context.Background(), seq, req, prompt)
+					d, err := r.newDecoder(context.Background(), seq, req, prompt, false)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -152,7 +152,7 @@ func TestSpeculativeSamplingDistribution(t *testing.T) {
 			// Drafts of the greedy continuation: likely, often accepted.
 			d, err = r.newSpeculative(context.Background(), seq, req, prompt, &oracle{want: gold.GreedyIDs, prompt: len(prompt)})
 		} else {
-			d, err = r.newDecoder(context.Background(), seq, req, prompt)
+			d, err = r.newDecoder(context.Background(), seq, req, prompt, false)
 		}
 		if err != nil {
 			t.Fatal(err)

@@ -7,12 +7,19 @@ import (
 	"testing"
 )
 
-// TestChoices: n choices come one after another, choice i sampled with
-// seed+i, so each equals the request with n 1 and that seed; the prompt
-// counts once in the usage, the completions add up; a stream sends each
-// choice's chunks with its index and one [DONE]; greedy choices agree.
+// TestChoices: n choices, one after another or decoding together (a
+// runner that batches, --parallel 4), choice i sampled with seed+i, so
+// each equals the request with n 1 and that seed; the prompt counts once
+// in the usage, the completions add up; a stream sends each choice's
+// chunks with its index and one [DONE]; greedy choices agree.
 func TestChoices(t *testing.T) {
-	ts := startServer(t)
+	for _, parallel := range []int{1, 4} {
+		t.Run(fmt.Sprintf("parallel%d", parallel), func(t *testing.T) { testChoices(t, parallel) })
+	}
+}
+
+func testChoices(t *testing.T, parallel int) {
+	ts := startServer(t, func(c *serverConfig) { c.runner.Parallel = parallel })
 	sampled := func(n, seed int, extra string) string {
 		return fmt.Sprintf(`{"model":"chat-tiny","messages":[{"role":"user","content":"hello"}],"temperature":1,"seed":%d,"max_tokens":6,"n":%d%s}`, seed, n, extra)
 	}
@@ -97,6 +104,12 @@ func TestChoices(t *testing.T) {
 	ts.postOK(t, "/v1/completions", `{"model":"chat-tiny","prompt":"hello","max_tokens":5,"temperature":0,"n":2}`, &comp)
 	if len(comp.Choices) != 2 || comp.Choices[0].Text != comp.Choices[1].Text || comp.Choices[1].Index != 1 {
 		t.Errorf("greedy completions: %+v, want two equal choices", comp.Choices)
+	}
+	if parallel > 1 {
+		loaded := ts.pool.Loaded()
+		if len(loaded) != 1 || loaded[0].Parallel != parallel || loaded[0].BatchRows <= loaded[0].BatchPasses {
+			t.Errorf("loaded %+v: the choices' steps never ran together", loaded)
+		}
 	}
 	for _, n := range []int{0, maxChoices + 1} {
 		if r := ts.post(t, "/v1/chat/completions", sampled(n, 1, "")); r.Status != 400 || !strings.Contains(string(r.Body), `"param":"n"`) {

@@ -154,14 +154,14 @@ func (s *Server) answerCompletion(c echo.Context, r *engine.Runner, job *complet
 	if job.stream {
 		return s.streamCompletion(c, r, job, base)
 	}
-	var total engine.Usage
-	n := max(job.n, 1) // a job made in code may leave it 0
-	for i := range n {
+	cs := newChoices(job.n)
+	base.Choices = make([]completionChoice, cs.n)
+	err := cs.run(r, func(i int) error {
 		var (
 			text       strings.Builder
 			lps, shown []engine.TokenLogprob
 		)
-		err := s.generate(c, r, choiceRequest(job.req, i), answer{
+		return s.generate(c, r, choiceRequest(job.req, i), answer{
 			kind: "completion", model: base.Model,
 			emit: func(d engine.Delta) error {
 				if d.PromptLogprobs != nil {
@@ -175,19 +175,17 @@ func (s *Server) answerCompletion(c echo.Context, r *engine.Runner, job *complet
 			finish: func(u engine.Usage) error {
 				ch := completionChoice{Text: text.String(), Index: i, FinishReason: strPtr(u.FinishReason)}
 				job.fill(&ch, append(shown, lps...), 0)
-				base.Choices = append(base.Choices, ch)
-				if total = addUsage(total, u, i); i < n-1 {
-					return nil
-				}
-				base.Usage = usageOf(total)
-				return c.JSON(http.StatusOK, base)
+				base.Choices[i] = ch
+				cs.done(i, u)
+				return nil
 			},
 		})
-		if err != nil {
-			return err
-		}
+	})
+	if err != nil {
+		return err
 	}
-	return nil
+	base.Usage = usageOf(cs.total())
+	return c.JSON(http.StatusOK, base)
 }
 
 // fill adds the logprobs and token ids the client asked for.
@@ -204,21 +202,21 @@ func (job *completionJob) fill(ch *completionChoice, lps []engine.TokenLogprob, 
 }
 
 // streamCompletion streams text chunks, then a chunk with the finish
-// reason, for each choice in turn (each chunk with its index), then a
+// reason, for each choice (interleaved where they decode together, each
+// chunk with its index), then a
 // usage chunk when asked for, then [DONE].
 func (s *Server) streamCompletion(c echo.Context, r generator, job *completionJob, base completionResponse) error {
 	w := newSSE(c)
 	if job.includeUsage {
 		base.Usage = nullJSON
 	}
-	var total engine.Usage
-	n := max(job.n, 1) // a job made in code may leave it 0
-	for i := range n {
+	cs := newChoices(job.n)
+	err := cs.run(r, func(i int) error {
 		send := func(ch completionChoice) error {
 			out := base
 			ch.Index = i
 			out.Choices = []completionChoice{ch}
-			return w.data(out)
+			return cs.locked(func() error { return w.data(out) })
 		}
 		offset := 0
 		emit := func(d engine.Delta) error {
@@ -236,32 +234,25 @@ func (s *Server) streamCompletion(c echo.Context, r generator, job *completionJo
 			}
 			return send(ch)
 		}
-		last := i == n-1
 		finish := func(u engine.Usage) error {
-			if err := send(completionChoice{Text: "", FinishReason: strPtr(u.FinishReason)}); err != nil {
-				return err
-			}
-			if total = addUsage(total, u, i); !last {
-				return nil
-			}
-			if job.includeUsage {
-				out := base
-				out.Choices = []completionChoice{}
-				out.Usage = usageOf(total)
-				if err := w.data(out); err != nil {
-					return err
-				}
-			}
-			return w.done()
+			cs.done(i, u)
+			return send(completionChoice{Text: "", FinishReason: strPtr(u.FinishReason)})
 		}
-		failed := false
-		err := s.generate(c, r, choiceRequest(job.req, i), answer{
+		return s.generate(c, r, choiceRequest(job.req, i), answer{
 			kind: "completion stream", model: base.Model, emit: emit, finish: finish,
-			started: w.begun, fail: func(p problem) error { failed = true; return w.openAIError(p) },
+			started: w.begun, fail: func(p problem) error { return cs.fail(func() error { return w.openAIError(p) }) },
 		})
-		if err != nil || failed || c.Request().Context().Err() != nil {
+	})
+	if err != nil || cs.stopped() || c.Request().Context().Err() != nil {
+		return err
+	}
+	if job.includeUsage {
+		out := base
+		out.Choices = []completionChoice{}
+		out.Usage = usageOf(cs.total())
+		if err := w.data(out); err != nil {
 			return err
 		}
 	}
-	return nil
+	return w.done()
 }

@@ -78,9 +78,16 @@ var loadRoutes = []struct{ path, body, end string }{
 // TestLoad runs 64 concurrent streams over the routes, a third of them
 // cancelled by their client after the first event, then checks that the
 // goroutines, open files and memory they used are given back and that
-// the server still answers.
+// the server still answers: with requests run one at a time, and with 8
+// decoding together (batched).
 func TestLoad(t *testing.T) {
-	ts := startServing(t, Options{}, nil)
+	for _, parallel := range []int{1, 8} {
+		t.Run(fmt.Sprintf("parallel%d", parallel), func(t *testing.T) { testLoad(t, parallel) })
+	}
+}
+
+func testLoad(t *testing.T, parallel int) {
+	ts := startServingParallel(t, parallel, Options{}, nil)
 	// No keep-alive: a connection idling in the client's pool is neither
 	// a leak nor idle state.
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}

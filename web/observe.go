@@ -40,7 +40,8 @@ func (s *Server) observeGeneration(model string, u engine.Usage) {
 }
 
 // poolLive reports the pool's loaded models to the metrics at scrape
-// time. One request runs at a time per model today: the rest wait.
+// time. A model runs one request at a time, or up to Info.Parallel
+// batched ones: the rest wait.
 type poolLive struct{ p *pool.Pool }
 
 func (l poolLive) LiveStats() []metrics.ModelStats {
@@ -49,7 +50,13 @@ func (l poolLive) LiveStats() []metrics.ModelStats {
 	}
 	var out []metrics.ModelStats
 	for _, st := range l.p.Loaded() {
-		out = append(out, metrics.ModelStats{Model: st.ID, Running: min(st.Active, 1), Queued: max(st.Active-1, 0), BatchSize: min(st.Active, 1),
+		running := min(st.Active, max(st.Parallel, 1))
+		batch := min(st.Active, 1)
+		if st.Parallel > 1 {
+			batch = min(int(st.LastBatch), running) // 0 once every stream has ended
+		}
+		out = append(out, metrics.ModelStats{Model: st.ID, Running: running, Queued: st.Active - running, BatchSize: batch,
+			BatchPasses: uint64(st.BatchPasses), BatchRows: uint64(st.BatchRows),
 			PromptCacheBytes: st.PromptCacheBytes, PromptLookups: st.PromptLookups, PromptHits: st.PromptHits, PromptHitToken: st.PromptHitTokens})
 	}
 	return out

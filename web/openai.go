@@ -196,23 +196,20 @@ func (s *Server) chat(c echo.Context) error {
 }
 
 // answerChat generates the answer and writes it, streamed or whole: job.n
-// choices, one after another.
+// choices (choices.go).
 func (s *Server) answerChat(c echo.Context, g generator, job *chatJob, base chatChunk) error {
 	if job.stream {
 		return s.streamChat(c, g, job, base)
 	}
-	var (
-		choices []chatChoice
-		total   engine.Usage
-	)
-	n := max(job.n, 1) // a job made in code may leave it 0
-	for i := range n {
+	cs := newChoices(job.n)
+	out := make([]chatChoice, cs.n)
+	err := cs.run(g, func(i int) error {
 		var (
 			text, thinking strings.Builder
 			calls          []toolCallBody
 			lps            []engine.TokenLogprob
 		)
-		err := s.generate(c, g, choiceRequest(job.req, i), answer{
+		return s.generate(c, g, choiceRequest(job.req, i), answer{
 			kind: "chat", model: base.Model,
 			emit: func(d engine.Delta) error {
 				thinking.WriteString(d.Thinking)
@@ -228,40 +225,38 @@ func (s *Server) answerChat(c echo.Context, g generator, job *chatJob, base chat
 				if text.Len() > 0 || len(calls) == 0 {
 					msg.Content = strPtr(text.String())
 				}
-				choices = append(choices, chatChoice{Index: i, Message: msg, Logprobs: chatLogprobsOf(lps, job.req.Logprobs), FinishReason: u.FinishReason})
-				if total = addUsage(total, u, i); i < n-1 {
-					return nil
-				}
-				return c.JSON(http.StatusOK, chatResponse{
-					ID: base.ID, Object: "chat.completion", Created: base.Created, Model: base.Model, SystemFingerprint: base.SystemFingerprint,
-					Choices: choices, Usage: usageOf(total),
-				})
+				out[i] = chatChoice{Index: i, Message: msg, Logprobs: chatLogprobsOf(lps, job.req.Logprobs), FinishReason: u.FinishReason}
+				cs.done(i, u)
+				return nil
 			},
 		})
-		if err != nil {
-			return err
-		}
+	})
+	if err != nil {
+		return err
 	}
-	return nil
+	return c.JSON(http.StatusOK, chatResponse{
+		ID: base.ID, Object: "chat.completion", Created: base.Created, Model: base.Model, SystemFingerprint: base.SystemFingerprint,
+		Choices: out, Usage: usageOf(cs.total()),
+	})
 }
 
 // streamChat streams a chat completion as OpenAI does: for each choice a
 // first chunk with the role, content and tool-call deltas and a chunk with
-// the finish reason (choice after choice, each chunk with its index), then
+// the finish reason (the choices' chunks interleaved where they decode
+// together, each with its index), then
 // a usage chunk with no choices when asked for, then [DONE].
 func (s *Server) streamChat(c echo.Context, g generator, job *chatJob, base chatChunk) error {
 	w := newSSE(c)
 	if job.includeUsage {
 		base.Usage = nullJSON
 	}
-	var total engine.Usage
-	n := max(job.n, 1) // a job made in code may leave it 0
-	for i := range n {
+	cs := newChoices(job.n)
+	err := cs.run(g, func(i int) error {
 		send := func(ch chunkChoice) error {
 			out := base
 			ch.Index = i
 			out.Choices = []chunkChoice{ch}
-			return w.data(out)
+			return cs.locked(func() error { return w.data(out) })
 		}
 		var (
 			started bool
@@ -304,35 +299,28 @@ func (s *Server) streamChat(c echo.Context, g generator, job *chatJob, base chat
 			}
 			return nil
 		}
-		last := i == n-1
 		finish := func(u engine.Usage) error {
 			if err := begin(); err != nil {
 				return err
 			}
-			if err := send(chunkChoice{Delta: chatDelta{}, FinishReason: strPtr(u.FinishReason)}); err != nil {
-				return err
-			}
-			if total = addUsage(total, u, i); !last {
-				return nil
-			}
-			if job.includeUsage {
-				out := base
-				out.Choices = []chunkChoice{}
-				out.Usage = usageOf(total)
-				if err := w.data(out); err != nil {
-					return err
-				}
-			}
-			return w.done()
+			cs.done(i, u)
+			return send(chunkChoice{Delta: chatDelta{}, FinishReason: strPtr(u.FinishReason)})
 		}
-		failed := false
-		err := s.generate(c, g, choiceRequest(job.req, i), answer{
+		return s.generate(c, g, choiceRequest(job.req, i), answer{
 			kind: "chat stream", model: base.Model, emit: emit, finish: finish,
-			started: w.begun, fail: func(p problem) error { failed = true; return w.openAIError(p) },
+			started: w.begun, fail: func(p problem) error { return cs.fail(func() error { return w.openAIError(p) }) },
 		})
-		if err != nil || failed || c.Request().Context().Err() != nil {
+	})
+	if err != nil || cs.stopped() || c.Request().Context().Err() != nil {
+		return err
+	}
+	if job.includeUsage {
+		out := base
+		out.Choices = []chunkChoice{}
+		out.Usage = usageOf(cs.total())
+		if err := w.data(out); err != nil {
 			return err
 		}
 	}
-	return nil
+	return w.done()
 }

@@ -200,8 +200,8 @@ func (p *openAIParams) common(maxTokens *int, maxTokensField string) (sample.Opt
 	return opt, stops, n, nil
 }
 
-// maxChoices bounds n: the choices of one request are generated one after
-// another (the prompt computed once, through the prompt cache).
+// maxChoices bounds n: the choices of one request decode together where
+// the runner batches, else one after another (choices.go).
 const maxChoices = 16
 
 // choices is n, 1 when unset.

@@ -32,7 +32,14 @@ type servedServer struct {
 // test's hooks).
 func startServing(t *testing.T, opt Options, wrap func(*Server, http.Handler) http.Handler) *servedServer {
 	t.Helper()
-	p := pool.New(pool.Options{Runner: engine.RunnerOptions{Options: engine.Options{Threads: 1, Backend: "cpu"}}, Default: chatTiny()})
+	return startServingParallel(t, 1, opt, wrap)
+}
+
+// startServingParallel is startServing with runners that decode parallel
+// requests at once (--parallel).
+func startServingParallel(t *testing.T, parallel int, opt Options, wrap func(*Server, http.Handler) http.Handler) *servedServer {
+	t.Helper()
+	p := pool.New(pool.Options{Runner: engine.RunnerOptions{Options: engine.Options{Threads: 1, Backend: "cpu"}, Parallel: parallel}, Default: chatTiny()})
 	logs := &logBuffer{}
 	opt.Pool, opt.Version, opt.Logger = p, "test", slog.New(slog.NewTextHandler(logs, nil))
 	s := New(opt)

@@ -59,6 +59,10 @@ type Options struct {
 	// than the last-level cache is bounded by the cache's bandwidth).
 	BandwidthBytes int64
 
+	// Concurrency lists stream counts to decode at once, batched
+	// (BatchedReport); none by default.
+	Concurrency []int
+
 	// Profile adds where one decode step's device time goes, kernel by
 	// kind of kernel (a backend that times its kernels: the GPU).
 	Profile bool
@@ -309,6 +313,9 @@ func (r *Report) measure(ctx context.Context, ck *checkpoint.Checkpoint, opt Opt
 		r.HostQueueUs, r.HostWaitUs = median(r.Samples.HostQueueUs), median(r.Samples.HostWaitUs)
 	}
 	r.DecodeFractionOfBound = median(r.Samples.DecodeFraction)
+	if err := r.measureBatched(ctx, m, opt); err != nil {
+		return err
+	}
 	if err := r.measureImage(ctx, m, ck, opt); err != nil {
 		return err
 	}

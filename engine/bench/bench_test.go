@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,7 +100,7 @@ func TestRun(t *testing.T) {
 	var out bytes.Buffer
 	rep, err := Run(context.Background(), Options{
 		Synthetic: testShape, Quant: "q4g64", CacheDir: t.TempDir(),
-		Prompts: []int{4, 9}, Decode: 3, Repeats: 2, BandwidthBytes: 1 << 20, JSON: true,
+		Prompts: []int{4, 9}, Decode: 3, Repeats: 2, BandwidthBytes: 1 << 20, JSON: true, Concurrency: []int{1, 3},
 	}, &out)
 	if err != nil {
 		t.Fatal(err)
@@ -125,6 +126,14 @@ func TestRun(t *testing.T) {
 	}
 	if got := rep.DecodeFractionOfBound; got <= 0 {
 		t.Errorf("decode fraction of bound = %v", got)
+	}
+	if len(rep.Batched) != 2 || rep.Batched[1].Streams != 3 || rep.Batched[0].Speedup != 1 || len(rep.Samples.BatchedTokS[1]) != 2 {
+		t.Errorf("batched %+v (samples %v), want 1 and 3 streams, 2 runs each, speedups against the first", rep.Batched, rep.Samples.BatchedTokS)
+	}
+	for _, b := range rep.Batched {
+		if b.AggregateTokS <= 0 || math.Abs(b.PerStreamTokS*float64(b.Streams)-b.AggregateTokS) > 1e-9*b.AggregateTokS {
+			t.Errorf("batched %+v: per stream is not the aggregate over the streams", b)
+		}
 	}
 	if rep.HostQueueUs != 0 {
 		t.Errorf("the cpu backend runs no step ahead, yet host queue time %v µs", rep.HostQueueUs)

@@ -2,9 +2,7 @@ package bench
 
 import (
 	"flag"
-	"fmt"
 	"io"
-	"strconv"
 	"strings"
 
 	"hearth/engine"
@@ -25,6 +23,7 @@ func Flags(fs *flag.FlagSet) func(log io.Writer) (Options, error) {
 	int8 := fs.Bool("int8", false, "CPU: int8 activations for quantized matmuls (faster decode, not exact; docs/design/cpu.md)")
 	profile := fs.Bool("profile", false, "GPU: add where one decode step's device time goes, by kind of kernel")
 	unpipelined := fs.Bool("unpipelined", false, "GPU: read each decode step's token before queueing the next (to measure what running one step ahead gains)")
+	concurrency := fs.String("concurrency", "", "also decode this many streams at once, batched (continuous batching), comma-separated, e.g. 1,4,16: aggregate and per-stream tokens/s")
 	cacheDir := fs.String("cache", "", "directory that keeps synthetic checkpoints between runs (default: a temporary one, removed)")
 	return func(log io.Writer) (Options, error) {
 		opt := Options{
@@ -33,13 +32,11 @@ func Flags(fs *flag.FlagSet) func(log io.Writer) (Options, error) {
 			CacheDir: *cacheDir,
 			Log:      log,
 		}
-		for _, p := range strings.Split(*prompts, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(p))
-			if err != nil || n < 1 {
-				return opt, fmt.Errorf("bench: --prompts: %q is not a token count", p)
-			}
-			opt.Prompts = append(opt.Prompts, n)
+		var err error
+		if opt.Prompts, err = parseCounts("prompts", *prompts, "token"); err != nil {
+			return opt, err
 		}
-		return opt, nil
+		opt.Concurrency, err = parseCounts("concurrency", *concurrency, "stream")
+		return opt, err
 	}
 }

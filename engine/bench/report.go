@@ -61,6 +61,10 @@ type Report struct {
 	DecodeProfile  []tensor.KernelTime `json:"decode_profile,omitempty"`
 	ProfileContext int                 `json:"profile_context,omitempty"`
 
+	// Batched is decode with several streams at once, one entry per
+	// Options.Concurrency count.
+	Batched []BatchedReport `json:"batched,omitempty"`
+
 	// Image is one picture through the vision tower and in a prompt, for
 	// a model that has one (nil otherwise).
 	Image *ImageReport `json:"image,omitempty"`
@@ -74,14 +78,15 @@ type Report struct {
 		DecodeTokS []float64            `json:"decode_tok_s"`
 		// DecodeFraction is each decode run's rate over the bound from
 		// the bandwidth measured just before and after it.
-		DecodeFraction []float64 `json:"decode_fraction_of_bound"`
-		HostQueueUs    []float64 `json:"host_queue_us_per_token,omitempty"`
-		HostWaitUs     []float64 `json:"host_wait_us_per_token,omitempty"`
-		ImageEncodeMs  []float64 `json:"image_encode_ms,omitempty"`
-		ImageTTFTMs    []float64 `json:"image_ttft_ms,omitempty"`
-		AudioExtractMs []float64 `json:"audio_extract_ms,omitempty"`
-		AudioTowerMs   []float64 `json:"audio_tower_ms,omitempty"`
-		AudioTTFTMs    []float64 `json:"audio_ttft_ms,omitempty"`
+		DecodeFraction []float64   `json:"decode_fraction_of_bound"`
+		HostQueueUs    []float64   `json:"host_queue_us_per_token,omitempty"`
+		HostWaitUs     []float64   `json:"host_wait_us_per_token,omitempty"`
+		ImageEncodeMs  []float64   `json:"image_encode_ms,omitempty"`
+		ImageTTFTMs    []float64   `json:"image_ttft_ms,omitempty"`
+		AudioExtractMs []float64   `json:"audio_extract_ms,omitempty"`
+		AudioTowerMs   []float64   `json:"audio_tower_ms,omitempty"`
+		AudioTTFTMs    []float64   `json:"audio_ttft_ms,omitempty"`
+		BatchedTokS    [][]float64 `json:"batched_tok_s,omitempty"` // aggregate, per Batched entry
 	} `json:"samples"`
 }
 
@@ -188,6 +193,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 			fmt.Fprintf(tw, "  %s\t%d×\t%.0f µs\t%.1f%%\n", k.Label, k.Count, float64(k.Time.Nanoseconds())/1e3, 100*k.Time.Seconds()/total.Seconds())
 		}
 		tw.Flush()
+	}
+	for _, b := range r.Batched {
+		fmt.Fprintf(w, "batched    %d streams: %.2f tok/s in all, %.2f per stream (%.2f× one stream's total)\n", b.Streams, b.AggregateTokS, b.PerStreamTokS, b.Speedup)
 	}
 	if im := r.Image; im != nil {
 		fmt.Fprintf(w, "image      a %d×%d picture: %.0f ms to encode (processor and tower, %d soft tokens); TTFT %.0f ms with it in a %d-token prompt\n",

@@ -88,6 +88,23 @@ type Model interface {
 	AuditIgnore() []string
 }
 
+// BatchModel is a Model that can also run one new token of each of
+// several sequences in one pass (continuous batching): the projections and
+// the MLP read the weights once for every row, and each row attends to its
+// own sequence's caches. Outputs are those of each sequence run alone.
+type BatchModel interface {
+	// ForwardBatch records the pass into g and returns the logits of every
+	// row: [len(rows), vocab].
+	ForwardBatch(g *tensor.Graph, rows []Row) (tensor.T, error)
+}
+
+// Row is one sequence's next token in a batched step (BatchModel).
+type Row struct {
+	Token  int32
+	Pos    int           // its position: the sequence's length before it
+	Caches []cache.Layer // the sequence's, one per layer
+}
+
 // Batch is the input of one forward pass of one sequence.
 type Batch struct {
 	Tokens []int32 // [n] new tokens

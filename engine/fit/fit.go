@@ -128,8 +128,11 @@ const (
 // Options say what to estimate. The zero value means the defaults.
 type Options struct {
 	ContextTokens int // the context the sequence may grow to; 0 means MaxContextTokens or 4096
-	KVBytes       int // bytes per cached key or value element; 0 means DefaultKVBytes
-	ChunkTokens   int // prefill chunk; 0 means DefaultChunkTokens
+	// Sequences is how many sequences of that context are held at once
+	// (the runner's Parallel: batched requests); 0 means 1.
+	Sequences   int
+	KVBytes     int // bytes per cached key or value element; 0 means DefaultKVBytes
+	ChunkTokens int // prefill chunk; 0 means DefaultChunkTokens
 	// OverheadBytes is the process's resident memory before the load;
 	// 0 means DefaultOverheadBytes.
 	OverheadBytes int64
@@ -148,6 +151,9 @@ func (o Options) withDefaults(s Shape) Options {
 		if o.ContextTokens <= 0 {
 			o.ContextTokens = 4096
 		}
+	}
+	if o.Sequences <= 0 {
+		o.Sequences = 1
 	}
 	if o.KVBytes <= 0 {
 		o.KVBytes = DefaultKVBytes
@@ -171,7 +177,7 @@ func (o Options) withDefaults(s Shape) Options {
 type Breakdown struct {
 	ContextTokens int
 	WeightBytes   int64
-	KVBytes       int64 // caches at ContextTokens
+	KVBytes       int64 // caches at ContextTokens, of every sequence held
 	WorkBytes     int64 // activations of one prefill chunk and the logits
 	// GCBytes is the garbage the collector lets pile up beside the live
 	// heap (KV and work) before it runs.
@@ -204,8 +210,13 @@ func Estimate(s Shape, opt Options) Breakdown {
 	return b
 }
 
-// kvBytes sums the caches of every layer at o.ContextTokens.
+// kvBytes sums the caches of every layer at o.ContextTokens, times the
+// sequences held.
 func kvBytes(s Shape, o Options) int64 {
+	return int64(o.Sequences) * seqKVBytes(s, o)
+}
+
+func seqKVBytes(s Shape, o Options) int64 {
 	var total int64
 	for _, l := range s.Layers {
 		perToken := 2 * int64(l.KVHeads) * int64(l.HeadDim) * int64(o.KVBytes)

@@ -245,3 +245,14 @@ func TestSystem(t *testing.T) {
 		t.Errorf("System() = %+v: want physical memory of at least 256 MiB and 0 < available ≤ total", m)
 	}
 }
+
+// TestSequences: a runner that holds several sequences at once (batched
+// requests) needs the KV cache of each; the rest of the estimate is one.
+func TestSequences(t *testing.T) {
+	s := fit.Shape{WeightBytes: 1 << 30, Hidden: 64, QDim: 64, Intermediate: 128, Layers: layers(fit.Layer{Kind: fit.Full, KVHeads: 2, HeadDim: 32}, 4)}
+	one := fit.Estimate(s, fit.Options{ContextTokens: 1024})
+	four := fit.Estimate(s, fit.Options{ContextTokens: 1024, Sequences: 4})
+	if four.KVBytes != 4*one.KVBytes || four.WeightBytes != one.WeightBytes || four.WorkBytes != one.WorkBytes {
+		t.Errorf("4 sequences: %+v; 1: %+v", four, one)
+	}
+}

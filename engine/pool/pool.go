@@ -319,7 +319,7 @@ func (p *Pool) contextTokens(m Model) int {
 // fitOptions estimates m at its context, with the bytes of the resident
 // models added to the process's overhead: they share one process.
 func (p *Pool) fitOptions(m Model, residentBytes int64) fit.Options {
-	return fit.Options{ContextTokens: p.contextTokens(m), OverheadBytes: fit.DefaultOverheadBytes + residentBytes}
+	return fit.Options{ContextTokens: p.contextTokens(m), Sequences: p.opt.Runner.Parallel, OverheadBytes: fit.DefaultOverheadBytes + residentBytes}
 }
 
 // need estimates the memory m holds once loaded, without the process
@@ -647,6 +647,9 @@ type Status struct {
 	// The prompt cache's lookups, hits, prompt tokens saved and memory.
 	PromptLookups, PromptHits, PromptHitTokens uint64
 	PromptCacheBytes                           int64
+	// Batched decoding (Info.Parallel > 1): the passes run, the rows
+	// they carried, and the rows of the last one.
+	BatchPasses, BatchRows, LastBatch int64
 }
 
 // Loaded lists the resident models, the most recently used first (as
@@ -666,6 +669,7 @@ func (p *Pool) Loaded() []Status {
 			if s.r != nil {
 				st := Status{Info: s.r.Info(), Active: s.refs, LoadedAt: s.loadedAt, ExpiresAt: s.expiresAt, SizeBytes: s.bytes}
 				st.PromptLookups, st.PromptHits, st.PromptHitTokens, st.PromptCacheBytes = s.r.PromptCacheStats()
+				st.BatchPasses, st.BatchRows, st.LastBatch = s.r.BatchStats()
 				out = append(out, st)
 			}
 		default:

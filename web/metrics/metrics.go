@@ -34,10 +34,12 @@ type Live interface {
 // ModelStats is one loaded model's state now.
 type ModelStats struct {
 	Model            string
-	Queued           int   // requests waiting
-	Running          int   // requests decoding
-	BatchSize        int   // sequences in the last decode step
-	PromptCacheBytes int64 // memory the prompt cache keeps (finished sequences)
+	Queued           int    // requests waiting
+	Running          int    // requests decoding
+	BatchSize        int    // sequences in the last decode step
+	BatchPasses      uint64 // batched decode passes run (Parallel > 1)
+	BatchRows        uint64 // sequences those passes carried: rows/passes is the mean batch
+	PromptCacheBytes int64  // memory the prompt cache keeps (finished sequences)
 	PromptLookups    uint64
 	PromptHits       uint64 // lookups that reused a cached prefix
 	PromptHitToken   uint64 // prompt tokens read from the cache instead of computed
@@ -119,6 +121,8 @@ var (
 	queuedDesc  = prometheus.NewDesc("hearth_queue_requests", "Requests waiting for the model.", []string{"model"}, nil)
 	runningDesc = prometheus.NewDesc("hearth_running_requests", "Requests the model is decoding.", []string{"model"}, nil)
 	batchDesc   = prometheus.NewDesc("hearth_batch_size", "Sequences in the model's last decode step.", []string{"model"}, nil)
+	passesDesc  = prometheus.NewDesc("hearth_batch_passes_total", "Batched decode passes run (a model serving requests in parallel).", []string{"model"}, nil)
+	rowsDesc    = prometheus.NewDesc("hearth_batch_rows_total", "Sequences the batched decode passes carried; over hearth_batch_passes_total, the mean batch size.", []string{"model"}, nil)
 	kvDesc      = prometheus.NewDesc("hearth_prompt_cache_bytes", "Memory the prompt cache keeps: finished sequences held for reuse.", []string{"model"}, nil)
 	lookupDesc  = prometheus.NewDesc("hearth_prompt_cache_lookups_total", "Prompts looked up in the prompt cache.", []string{"model"}, nil)
 	hitDesc     = prometheus.NewDesc("hearth_prompt_cache_hits_total", "Lookups that reused a cached prefix.", []string{"model"}, nil)
@@ -126,7 +130,7 @@ var (
 )
 
 func (liveCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{queuedDesc, runningDesc, batchDesc, kvDesc, lookupDesc, hitDesc, hitTokDesc} {
+	for _, d := range []*prometheus.Desc{queuedDesc, runningDesc, batchDesc, passesDesc, rowsDesc, kvDesc, lookupDesc, hitDesc, hitTokDesc} {
 		ch <- d
 	}
 }
@@ -136,6 +140,8 @@ func (c liveCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(queuedDesc, prometheus.GaugeValue, float64(s.Queued), s.Model)
 		ch <- prometheus.MustNewConstMetric(runningDesc, prometheus.GaugeValue, float64(s.Running), s.Model)
 		ch <- prometheus.MustNewConstMetric(batchDesc, prometheus.GaugeValue, float64(s.BatchSize), s.Model)
+		ch <- prometheus.MustNewConstMetric(passesDesc, prometheus.CounterValue, float64(s.BatchPasses), s.Model)
+		ch <- prometheus.MustNewConstMetric(rowsDesc, prometheus.CounterValue, float64(s.BatchRows), s.Model)
 		ch <- prometheus.MustNewConstMetric(kvDesc, prometheus.GaugeValue, float64(s.PromptCacheBytes), s.Model)
 		ch <- prometheus.MustNewConstMetric(lookupDesc, prometheus.CounterValue, float64(s.PromptLookups), s.Model)
 		ch <- prometheus.MustNewConstMetric(hitDesc, prometheus.CounterValue, float64(s.PromptHits), s.Model)

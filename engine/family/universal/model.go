@@ -2,6 +2,7 @@ package universal
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 
@@ -298,7 +299,7 @@ func (m *Model) Forward(g *tensor.Graph, b *family.Batch) (tensor.T, error) {
 	}
 	for i := range m.layers {
 		var err error
-		if x, err = m.layers[i].forward(g, m, x, posT, b.Pos+n, b.Caches[i], spans); err != nil {
+		if x, err = m.layers[i].forward(g, m, x, posT, []int{b.Pos + n}, b.Caches[i:i+1], spans); err != nil {
 			return tensor.T{}, fmt.Errorf("layer %d: %w", i, err)
 		}
 	}
@@ -308,6 +309,51 @@ func (m *Model) Forward(g *tensor.Graph, b *family.Batch) (tensor.T, error) {
 	if !b.AllLogits {
 		x = g.Slice(x, 0, n-1, n)
 	}
+	return m.logits(g, x), g.Err()
+}
+
+// ForwardBatch records one new token of each row's sequence in one pass
+// (family.BatchModel): the rows share the projections and the MLP, and
+// each attends to its own caches.
+func (m *Model) ForwardBatch(g *tensor.Graph, rows []family.Row) (tensor.T, error) {
+	n := len(rows)
+	if n == 0 {
+		return tensor.T{}, errors.New("a batched step of no rows")
+	}
+	ids, pos, ends := make([]int32, n), make([]int32, n), make([]int, n)
+	for i, r := range rows {
+		if len(r.Caches) != len(m.layers) {
+			return tensor.T{}, fmt.Errorf("row %d: %d caches for %d layers", i, len(r.Caches), len(m.layers))
+		}
+		ids[i], pos[i], ends[i] = r.Token, int32(r.Pos), r.Pos+1
+		for _, ly := range m.layers {
+			if ly.rope != nil {
+				if err := ly.rope.CheckPass(r.Pos, r.Pos+1); err != nil {
+					return tensor.T{}, err
+				}
+			}
+		}
+	}
+	posT := g.InputInts(pos, n)
+	x := g.Embed(m.embed, g.InputInts(ids, n))
+	if m.embedScale != 0 {
+		x = g.Scale(x, m.embedScale)
+	}
+	kvs := make([]cache.Layer, n)
+	for i := range m.layers {
+		for j, r := range rows {
+			kvs[j] = r.Caches[i]
+		}
+		var err error
+		if x, err = m.layers[i].forward(g, m, x, posT, ends, kvs, nil); err != nil {
+			return tensor.T{}, fmt.Errorf("layer %d: %w", i, err)
+		}
+	}
+	return m.logits(g, x), g.Err()
+}
+
+// logits is the head over the final norm of x.
+func (m *Model) logits(g *tensor.Graph, x tensor.T) tensor.T {
 	logits := g.MatMul(m.norm.forward(g, x), m.head)
 	if m.logitsScale != 0 && m.logitsScale != 1 {
 		logits = g.Scale(logits, 1/m.logitsScale)
@@ -315,17 +361,20 @@ func (m *Model) Forward(g *tensor.Graph, b *family.Batch) (tensor.T, error) {
 	if m.finalCap > 0 {
 		logits = g.TanhCap(logits, m.finalCap)
 	}
-	return logits, g.Err()
+	return logits
 }
 
-func (ly *layer) forward(g *tensor.Graph, m *Model, x, pos tensor.T, end int, kv cache.Layer, spans []tensor.Span) (tensor.T, error) {
+// forward runs the layer over x's rows. kvs holds one cache, taking every
+// row (one sequence's new tokens), or one per row (a batched step); ends
+// has the end of each cache's positions after the pass.
+func (ly *layer) forward(g *tensor.Graph, m *Model, x, pos tensor.T, ends []int, kvs []cache.Layer, spans []tensor.Span) (tensor.T, error) {
 	pre := func(i int, x tensor.T) tensor.T {
 		if ly.norms[i].valid {
 			return ly.norms[i].forward(g, x)
 		}
 		return x
 	}
-	a, err := ly.attention(g, m, pre(0, x), pos, end, kv, spans)
+	a, err := ly.attention(g, m, pre(0, x), pos, ends, kvs, spans)
 	if err != nil {
 		return x, err
 	}
@@ -339,7 +388,7 @@ func (ly *layer) forward(g *tensor.Graph, m *Model, x, pos tensor.T, end int, kv
 	return g.Add(x, resid(pre(3, ly.mlp(g, m, pre(2, x))))), nil
 }
 
-func (ly *layer) attention(g *tensor.Graph, m *Model, h, pos tensor.T, end int, kv cache.Layer, spans []tensor.Span) (tensor.T, error) {
+func (ly *layer) attention(g *tensor.Graph, m *Model, h, pos tensor.T, ends []int, kvs []cache.Layer, spans []tensor.Span) (tensor.T, error) {
 	c := m.cfg
 	n := g.Shape(h)[0]
 	var q, k, v tensor.T
@@ -361,15 +410,13 @@ func (ly *layer) attention(g *tensor.Graph, m *Model, h, pos tensor.T, end int, 
 		q, k = ly.qNorm.forward(g, q), ly.kNorm.forward(g, k)
 	}
 	if ly.rope != nil {
-		table := ly.rope.Table(end)
-		q, k = g.RoPE(q, pos, table), g.RoPE(k, pos, table)
+		q, k = nn.RotateRows(g, q, pos, ly.rope, ends), nn.RotateRows(g, k, pos, ly.rope, ends)
 	}
-	view, err := kv.Update(g, k, v)
+	spec := tensor.AttnSpec{Scale: m.attnScale, Window: ly.window, Softcap: m.attnCap, Spans: spans}
+	out, err := nn.Attend(g, q, k, v, kvs, spec)
 	if err != nil {
 		return h, err
 	}
-	spec := view.Spec(tensor.AttnSpec{Scale: m.attnScale, Window: ly.window, Softcap: m.attnCap, Spans: spans})
-	out := g.Attention(q, view.K, view.V, spec)
 	return ly.o.Forward(g, g.Reshape(out, n, c.QDim())), nil
 }
 

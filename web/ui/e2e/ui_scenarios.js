@@ -3,7 +3,7 @@
 // accessible names, a narrow window, and dark mode.
 
 import assert from 'node:assert/strict';
-import { answered, ready, send, settled } from './browser.js';
+import { answered, ready, send } from './browser.js';
 
 async function render({ page, env }) {
   await ready(page, env.base);
@@ -101,8 +101,9 @@ async function keyboard({ page, w, env }) {
   await page.keyboard.type('line two');
   assert.equal(await page.inputValue('#composer-input'), 'line one\nline two');
   assert.equal(w.chats.length, 0, 'Shift+Enter sent the message');
-  await page.keyboard.press('Enter');
-  await settled(page);
+  // (answered waits for the request: settled alone may look before the
+  // page has started it)
+  await answered(page, () => page.keyboard.press('Enter'));
   assert.equal(w.chats[0].body.messages[0].content, 'line one\nline two');
   // Focus order follows the layout: sidebar, top bar, messages, composer.
   await page.evaluate(() => document.activeElement.blur());

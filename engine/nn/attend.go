@@ -1,0 +1,74 @@
+package nn
+
+import (
+	"fmt"
+
+	"hearth/engine/cache"
+	"hearth/engine/tensor"
+)
+
+// Attend writes k and v ([n, kvHeads, headDim]) into the caches and
+// returns the attention of q ([n, heads, headDim]) over what they hold,
+// [n, heads, headDim]. kvs holds one cache, taking every row (one
+// sequence's new tokens), or one per row (a batched step of n sequences,
+// family.BatchModel): each row then attends to its own sequence alone,
+// and the rows' outputs are spliced back together in order.
+func Attend(g *tensor.Graph, q, k, v tensor.T, kvs []cache.Layer, spec tensor.AttnSpec) (tensor.T, error) {
+	if len(kvs) == 1 {
+		view, err := kvs[0].Update(g, k, v)
+		if err != nil {
+			return tensor.T{}, err
+		}
+		return g.Attention(q, view.K, view.V, view.Spec(spec)), nil
+	}
+	qs := g.Shape(q)
+	n := qs[0]
+	if len(kvs) != n || len(spec.Spans) > 0 {
+		return tensor.T{}, fmt.Errorf("attend: %d caches for %d rows (spans %d)", len(kvs), n, len(spec.Spans))
+	}
+	width := qs[1] * qs[2]
+	out := g.Reshape(q, n, width) // every row is replaced below
+	for i, kv := range kvs {
+		view, err := kv.Update(g, g.Slice(k, 0, i, i+1), g.Slice(v, 0, i, i+1))
+		if err != nil { // the caller trims what was recorded, as for any failed pass
+			return tensor.T{}, fmt.Errorf("row %d: %w", i, err)
+		}
+		row := g.Attention(g.Slice(q, 0, i, i+1), view.K, view.V, view.Spec(spec))
+		out = g.Splice(out, g.Reshape(row, 1, width), g.InputInts(onlyRow(i, n), n))
+	}
+	return g.Reshape(out, n, qs[1], qs[2]), nil
+}
+
+// RotateRows applies r to x ([n, heads, headDim]) at positions pos. ends
+// holds one entry, the end of the pass (every row one sequence's), or one
+// per row (a batched step, each row one token at ends[i]-1). The table is
+// the one each sequence would take alone (Rope.Table): where rows differ
+// (LongRoPE, a row past its switch), they are rotated one by one.
+func RotateRows(g *tensor.Graph, x, pos tensor.T, r *Rope, ends []int) tensor.T {
+	t := r.Table(ends[0])
+	same := true
+	for _, e := range ends[1:] {
+		same = same && r.Table(e) == t
+	}
+	if same {
+		return g.RoPE(x, pos, t)
+	}
+	xs := g.Shape(x)
+	n, width := xs[0], xs[1]*xs[2]
+	out := g.Reshape(x, n, width)
+	for i, e := range ends {
+		row := g.RoPE(g.Slice(x, 0, i, i+1), g.InputInts([]int32{int32(e - 1)}, 1), r.Table(e))
+		out = g.Splice(out, g.Reshape(row, 1, width), g.InputInts(onlyRow(i, n), n))
+	}
+	return g.Reshape(out, xs...)
+}
+
+// onlyRow is a Splice row map that takes src's row 0 at row i of n.
+func onlyRow(i, n int) []int32 {
+	from := make([]int32, n)
+	for r := range from {
+		from[r] = -1
+	}
+	from[i] = 0
+	return from
+}
