@@ -23,7 +23,9 @@ import (
 // listing every few seconds reads only what changed.
 func (c *cli) registry() *registry.Registry {
 	c.reg.once.Do(func() {
-		c.reg.r = registry.New(c.hub().CacheDir).WithCatalog(c.catalog(nil)).WithAliases(c.aliasPath())
+		home, _ := homeDir(c.env)
+		c.reg.r = registry.New(c.hub().CacheDir).WithCatalog(c.catalog(nil)).WithAliases(c.aliasPath()).
+			WithStores(registry.DefaultStores(c.env.Getenv, home))
 		if def, err := c.defaultModel(); err == nil {
 			c.reg.r.WithBuiltin(registry.Builtin{ID: def.ID, Dir: def.Dir})
 		}
@@ -71,7 +73,7 @@ func (c *cli) registryResolve(name string) (pool.Model, error) {
 // modelOf is the loadable model a record names.
 func modelOf(rec registry.Record) pool.Model {
 	m := pool.Model{ID: rec.Name(), Dir: rec.Dir, Shape: rec.Shape}
-	if rec.Revision == "" && !rec.Builtin {
+	if rec.Revision == "" && !rec.Builtin && rec.Store == "" {
 		m.ID = filepath.Base(rec.Dir)
 	}
 	return m
@@ -203,6 +205,13 @@ func (c *cli) rm(args []string) error {
 	for _, name := range fs.Args() {
 		if pool.Untagged(name) == assets.StarterID {
 			return fmt.Errorf("rm: %s is built into hearth and cannot be removed (it takes no space in the cache)", name)
+		}
+		if tool, rest, ok := strings.Cut(name, ":"); ok && (tool == "ollama" || tool == "lmstudio") {
+			owner, how := "Ollama", "ollama rm "+rest
+			if tool == "lmstudio" {
+				owner, how = "LM Studio", "LM Studio's My Models deletes it"
+			}
+			return fmt.Errorf("rm: %s is %s's download, which hearth serves where it lies and does not delete (%s)", name, owner, how)
 		}
 		// An alias goes alone: the model it names stays.
 		if removed, err := c.registry().RemoveAlias(name); err != nil {

@@ -43,6 +43,9 @@ type Record struct {
 	Digest       string   `json:"digest"`
 	Dir          string   `json:"dir"`     // the snapshot (or local) directory
 	Builtin      bool     `json:"builtin"` // ships with Hearth (hearth/starter)
+	// Store is the other tool whose download this is ("ollama",
+	// "lmstudio"), served where it lies; "" for Hearth's own.
+	Store string `json:"store,omitempty"`
 	ModelType    string   `json:"model_type"`
 	Family       string   `json:"family"`
 	Tier         string   `json:"tier"`   // TierTargeted, TierGeneric or TierUnsupported

@@ -45,6 +45,7 @@ type Registry struct {
 	catalog  *Catalog // short names of models pulled by name (WithCatalog); nil for none
 	// aliasPath is the alias table's file (WithAliases); "" for none.
 	aliasPath string
+	stores    Stores // other tools' models (WithStores)
 }
 
 // Builtin is a model that ships with Hearth, listed and resolved by its
@@ -97,6 +98,9 @@ func (r *Registry) List() ([]Record, error) {
 	}
 	for _, b := range r.builtin {
 		out = append(out, r.builtinRecord(b))
+	}
+	for _, m := range r.stores.models() {
+		out = append(out, r.storeRecord(m))
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
 	return out, nil
@@ -170,6 +174,10 @@ func (r *Registry) resolve(name string, paths, aliases bool) (Record, error) {
 	if target, ok := r.aliasTarget(name); ok && aliases {
 		return r.resolve(target, false, false)
 	}
+	if strings.HasPrefix(name, ollamaPrefix) || strings.HasPrefix(name, lmstudioPrefix) {
+		rec, _, err := r.resolveStore(name)
+		return rec, err
+	}
 	if isPath(name) {
 		if !paths {
 			return Record{}, r.notFound(name, paths)
@@ -212,7 +220,16 @@ func (r *Registry) resolve(name string, paths, aliases bool) (Record, error) {
 				return r.resolveDir(name)
 			}
 		}
-		if rec, ok, err := r.resolveCatalog(repo, rev, hasRev); ok {
+		rec, ok, err := r.resolveCatalog(repo, rev, hasRev)
+		if ok && err == nil {
+			return rec, nil
+		}
+		// A name Ollama users know, not pulled here: the one Ollama
+		// downloaded, when it has it.
+		if srec, found, serr := r.resolveStore(name); found {
+			return srec, serr
+		}
+		if ok {
 			return rec, err
 		}
 		return Record{}, r.notFound(name, paths)
