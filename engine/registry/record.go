@@ -40,12 +40,12 @@ type Record struct {
 	Refs     []string `json:"refs"`     // refs pointing at Revision ("main", …)
 	// Digest names the checkpoint's contents (Ollama's digest): see
 	// digestOf.
-	Digest       string   `json:"digest"`
-	Dir          string   `json:"dir"`     // the snapshot (or local) directory
-	Builtin      bool     `json:"builtin"` // ships with Hearth (hearth/starter)
+	Digest  string `json:"digest"`
+	Dir     string `json:"dir"`     // the snapshot (or local) directory
+	Builtin bool   `json:"builtin"` // ships with Hearth (hearth/starter)
 	// Store is the other tool whose download this is ("ollama",
 	// "lmstudio"), served where it lies; "" for Hearth's own.
-	Store string `json:"store,omitempty"`
+	Store        string   `json:"store,omitempty"`
 	ModelType    string   `json:"model_type"`
 	Family       string   `json:"family"`
 	Tier         string   `json:"tier"`   // TierTargeted, TierGeneric or TierUnsupported
