@@ -29,8 +29,8 @@ func TestForwardBatchMatchesAlone(t *testing.T) {
 	}
 	// lavapipe compiles each model's kernels anew (seconds a model): the
 	// gpu runs a model of each kind of layer (plain, softcapped and
-	// sliding, LongRoPE, experts).
-	onGPU := map[string]bool{"llama-f32": true, "gemma2-f32": true, "gemma3-f32": true, "phi3-f32": true, "qwen3_moe-f32": true}
+	// sliding, LongRoPE, experts, Gemma 4's shared caches).
+	onGPU := map[string]bool{"llama-f32": true, "gemma2-f32": true, "gemma3-f32": true, "phi3-f32": true, "qwen3_moe-f32": true, "gemma4_kv-f32": true}
 	for _, backend := range []string{"cpu", "gpu"} {
 		for _, e := range man.Entries {
 			if backend == "gpu" && !onGPU[e.Name] || backend == "cpu" && e.Variant != "f32" && e.Variant != "q4g64" {

@@ -14,25 +14,50 @@ import (
 // family.BatchModel): each row then attends to its own sequence alone,
 // and the rows' outputs are spliced back together in order.
 func Attend(g *tensor.Graph, q, k, v tensor.T, kvs []cache.Layer, spec tensor.AttnSpec) (tensor.T, error) {
+	views, err := UpdateRows(g, k, v, kvs)
+	if err != nil {
+		return tensor.T{}, err
+	}
+	return AttendViews(g, q, views, spec)
+}
+
+// UpdateRows writes k and v into kvs (one cache for every row, or one per
+// row, as Attend) and returns what each cache's attention reads. A
+// family whose layers share another layer's cache keeps the views for
+// them (AttendViews).
+func UpdateRows(g *tensor.Graph, k, v tensor.T, kvs []cache.Layer) ([]cache.View, error) {
 	if len(kvs) == 1 {
 		view, err := kvs[0].Update(g, k, v)
-		if err != nil {
-			return tensor.T{}, err
+		return []cache.View{view}, err
+	}
+	if n := g.Shape(k)[0]; len(kvs) != n {
+		return nil, fmt.Errorf("attend: %d caches for %d rows", len(kvs), n)
+	}
+	views := make([]cache.View, len(kvs))
+	for i, kv := range kvs {
+		var err error
+		if views[i], err = kv.Update(g, g.Slice(k, 0, i, i+1), g.Slice(v, 0, i, i+1)); err != nil {
+			// the caller trims what was recorded, as for any failed pass
+			return nil, fmt.Errorf("row %d: %w", i, err)
 		}
-		return g.Attention(q, view.K, view.V, view.Spec(spec)), nil
+	}
+	return views, nil
+}
+
+// AttendViews is the attention of q's rows over views: one view for
+// every row, or one per row, each row then attending to its own.
+func AttendViews(g *tensor.Graph, q tensor.T, views []cache.View, spec tensor.AttnSpec) (tensor.T, error) {
+	if len(views) == 1 {
+		return g.Attention(q, views[0].K, views[0].V, views[0].Spec(spec)), nil
 	}
 	qs := g.Shape(q)
 	n := qs[0]
-	if len(kvs) != n || len(spec.Spans) > 0 {
-		return tensor.T{}, fmt.Errorf("attend: %d caches for %d rows (spans %d)", len(kvs), n, len(spec.Spans))
+	if len(views) != n || len(spec.Spans) > 0 {
+		return tensor.T{}, fmt.Errorf("attend: %d views for %d rows (spans %d)", len(views), n, len(spec.Spans))
 	}
 	width := qs[1] * qs[2]
 	out := g.Reshape(q, n, width) // every row is replaced below
-	for i, kv := range kvs {
-		view, err := kv.Update(g, g.Slice(k, 0, i, i+1), g.Slice(v, 0, i, i+1))
-		if err != nil { // the caller trims what was recorded, as for any failed pass
-			return tensor.T{}, fmt.Errorf("row %d: %w", i, err)
-		}
+	for i, view := range views {
 		row := g.Attention(g.Slice(q, 0, i, i+1), view.K, view.V, view.Spec(spec))
 		out = g.Splice(out, g.Reshape(row, 1, width), g.InputInts(onlyRow(i, n), n))
 	}

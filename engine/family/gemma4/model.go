@@ -10,6 +10,7 @@
 package gemma4
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -290,7 +291,7 @@ func (s sharedKV) Free()              {}
 
 // Forward records embed (+ per-layer inputs) → layers → norm → head → cap.
 func (m *Model) Forward(g *tensor.Graph, b *family.Batch) (tensor.T, error) {
-	c, s := m.cfg, m.s
+	c := m.cfg
 	n := len(b.Tokens)
 	pos := make([]int32, n)
 	for i := range pos {
@@ -314,6 +315,63 @@ func (m *Model) Forward(g *tensor.Graph, b *family.Batch) (tensor.T, error) {
 	for k, md := range b.Media {
 		x = g.Splice(x, md.Embeds, g.InputInts(from[k], n))
 	}
+	for i := range m.layers {
+		if err := m.layers[i].rope.CheckPass(b.Pos, b.Pos+n); err != nil {
+			return tensor.T{}, err
+		}
+	}
+	x, err = m.decoder(g, x, ids, posT, []int{b.Pos + n}, func(i int) []cache.Layer { return b.Caches[i : i+1] }, spans)
+	if err != nil {
+		return tensor.T{}, err
+	}
+	if !b.AllLogits {
+		x = g.Slice(x, 0, n-1, n)
+	}
+	return m.logits(g, x), g.Err()
+}
+
+// ForwardBatch records one new token of each row's sequence in one pass
+// (family.BatchModel): the rows share the projections, the per-layer
+// inputs and the MLP and experts, and each attends to its own caches
+// (a shared-KV layer to its row's view of the layer it shares).
+func (m *Model) ForwardBatch(g *tensor.Graph, rows []family.Row) (tensor.T, error) {
+	n := len(rows)
+	if n == 0 {
+		return tensor.T{}, errors.New("a batched step of no rows")
+	}
+	tokens, pos, ends := make([]int32, n), make([]int32, n), make([]int, n)
+	for r, row := range rows {
+		if len(row.Caches) != len(m.layers) {
+			return tensor.T{}, fmt.Errorf("row %d: %d caches for %d layers", r, len(row.Caches), len(m.layers))
+		}
+		tokens[r], pos[r], ends[r] = row.Token, int32(row.Pos), row.Pos+1
+		for i := range m.layers {
+			if err := m.layers[i].rope.CheckPass(row.Pos, row.Pos+1); err != nil {
+				return tensor.T{}, err
+			}
+		}
+	}
+	ids := g.InputInts(tokens, n)
+	x := g.Scale(g.Embed(m.embed, ids), m.embedScale)
+	kvs := make([]cache.Layer, n)
+	x, err := m.decoder(g, x, ids, g.InputInts(pos, n), ends, func(i int) []cache.Layer {
+		for r, row := range rows {
+			kvs[r] = row.Caches[i]
+		}
+		return kvs
+	}, nil)
+	if err != nil {
+		return tensor.T{}, err
+	}
+	return m.logits(g, x), g.Err()
+}
+
+// decoder runs the layers over the embedded rows x. caches(i) is layer i's
+// cache of every row (one sequence) or of each row (a batched step), ends
+// the end of each one's positions after the pass.
+func (m *Model) decoder(g *tensor.Graph, x, ids, pos tensor.T, ends []int, caches func(int) []cache.Layer, spans []tensor.Span) (tensor.T, error) {
+	c, s := m.cfg, m.s
+	n := g.Shape(x)[0]
 	var ple tensor.T // [n, layers·ple]: each layer's slice of the per-layer inputs
 	if s.ple > 0 {
 		L := c.NumHiddenLayers
@@ -322,55 +380,54 @@ func (m *Model) Forward(g *tensor.Graph, b *family.Batch) (tensor.T, error) {
 		proj = g.Reshape(m.pleNorm.Forward(g, g.Reshape(proj, n, L, s.ple)), n, L*s.ple)
 		ple = g.Scale(g.Add(proj, tok), float32(1/math.Sqrt2))
 	}
+	views := make([][]cache.View, len(m.layers))
 	for i := range m.layers {
-		if err := m.layers[i].rope.CheckPass(b.Pos, b.Pos+n); err != nil {
-			return tensor.T{}, err
-		}
-	}
-	views := make([]cache.View, len(m.layers))
-	for i := range m.layers {
-		if x, err = m.layer(g, i, x, posT, ple, b.Pos+n, b.Caches[i], views, spans); err != nil {
+		var err error
+		if x, err = m.layer(g, i, x, pos, ple, ends, caches(i), views, spans); err != nil {
 			return tensor.T{}, fmt.Errorf("layer %d: %w", i, err)
 		}
 	}
-	if !b.AllLogits {
-		x = g.Slice(x, 0, n-1, n)
-	}
-	logits := g.MatMul(m.norm.Forward(g, x), m.head)
-	if s.finalCap > 0 {
-		logits = g.TanhCap(logits, s.finalCap)
-	}
-	return logits, g.Err()
+	return x, nil
 }
 
-func (m *Model) layer(g *tensor.Graph, i int, x, pos, ple tensor.T, end int, kv cache.Layer, views []cache.View, spans []tensor.Span) (tensor.T, error) {
+// logits is the head over the final norm of x.
+func (m *Model) logits(g *tensor.Graph, x tensor.T) tensor.T {
+	logits := g.MatMul(m.norm.Forward(g, x), m.head)
+	if m.s.finalCap > 0 {
+		logits = g.TanhCap(logits, m.s.finalCap)
+	}
+	return logits
+}
+
+func (m *Model) layer(g *tensor.Graph, i int, x, pos, ple tensor.T, ends []int, kvs []cache.Layer, views [][]cache.View, spans []tensor.Span) (tensor.T, error) {
 	ly, c := &m.layers[i], m.cfg
 	n := g.Shape(x)[0]
 	h := ly.inNorm.Forward(g, x)
-	table := ly.rope.Table(end)
 	q := g.Reshape(ly.q.Forward(g, h), n, c.NumAttentionHeads, ly.headDim)
-	q = g.RoPE(ly.qNorm.Forward(g, q), pos, table)
+	q = nn.RotateRows(g, ly.qNorm.Forward(g, q), pos, ly.rope, ends)
 	if ly.src == i {
 		k := g.Reshape(ly.k.Forward(g, h), n, ly.kvH, ly.headDim)
 		v := k // attention_k_eq_v: the values are the keys' projection, before k_norm and rope
 		if !ly.v.W.IsNone() {
 			v = g.Reshape(ly.v.Forward(g, h), n, ly.kvH, ly.headDim)
 		}
-		k = g.RoPE(ly.kNorm.Forward(g, k), pos, table)
+		k = nn.RotateRows(g, ly.kNorm.Forward(g, k), pos, ly.rope, ends)
 		v = g.RMSNorm(v, tensor.T{}, ly.qNorm.Eps, 0) // v_norm has no scale
 		var err error
-		if views[i], err = kv.Update(g, k, v); err != nil {
+		if views[i], err = nn.UpdateRows(g, k, v, kvs); err != nil {
 			return x, err
 		}
 	} else {
 		views[i] = views[ly.src]
 	}
-	view := views[i]
 	spec := tensor.AttnSpec{Scale: 1, Window: ly.window}
 	if !ly.full {
 		spec.Spans = spans // a picture's tokens see each other on sliding layers only
 	}
-	attn := g.Attention(q, view.K, view.V, view.Spec(spec))
+	attn, err := nn.AttendViews(g, q, views[i], spec)
+	if err != nil {
+		return x, err
+	}
 	a := ly.o.Forward(g, g.Reshape(attn, n, c.NumAttentionHeads*ly.headDim))
 	x = g.Add(x, ly.postAt.Forward(g, a))
 
