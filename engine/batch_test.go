@@ -29,8 +29,9 @@ func TestForwardBatchMatchesAlone(t *testing.T) {
 	}
 	// lavapipe compiles each model's kernels anew (seconds a model): the
 	// gpu runs a model of each kind of layer (plain, softcapped and
-	// sliding, LongRoPE, experts, Gemma 4's shared caches).
-	onGPU := map[string]bool{"llama-f32": true, "gemma2-f32": true, "gemma3-f32": true, "phi3-f32": true, "qwen3_moe-f32": true, "gemma4_kv-f32": true}
+	// sliding, LongRoPE, experts, Gemma 4's shared caches, Qwen 3.5's
+	// recurrent state).
+	onGPU := map[string]bool{"llama-f32": true, "gemma2-f32": true, "gemma3-f32": true, "phi3-f32": true, "qwen3_moe-f32": true, "gemma4_kv-f32": true, "qwen3_5-f32": true}
 	for _, backend := range []string{"cpu", "gpu"} {
 		for _, e := range man.Entries {
 			if backend == "gpu" && !onGPU[e.Name] || backend == "cpu" && e.Variant != "f32" && e.Variant != "q4g64" {
@@ -99,7 +100,7 @@ func checkBatched(t *testing.T, e testmodels.Entry, backend string) {
 		ss = append(ss, s)
 	}
 	tol := e.Tolerance.MaxAbsLogit
-	worst := 0.0
+	worst, oracle := 0.0, 0.0
 	for step := range steps {
 		var seqs []*engine.Sequence
 		var tokens []int32
@@ -119,6 +120,11 @@ func checkBatched(t *testing.T, e testmodels.Entry, backend string) {
 				t.Fatal(err)
 			}
 			worst = math.Max(worst, maxDiff(got[i], want))
+			// Stream 0 decodes the golden prompt greedily: where the golden
+			// has the step, the batched logits keep the fidelity contract.
+			if s == ss[0] && step+1 < len(g.Logits) && s.next == g.GreedyIDs[step] {
+				oracle = math.Max(oracle, maxDiff(got[i], g.Logits[step+1]))
+			}
 			a, b := sample.Argmax(got[i]), sample.Argmax(want)
 			if a != b {
 				t.Fatalf("step %d, stream %d at position %d: batched picks %d, alone %d", step, i, s.alone.Len()-1, a, b)
@@ -127,12 +133,17 @@ func checkBatched(t *testing.T, e testmodels.Entry, backend string) {
 		}
 	}
 	// The rows share matmuls whose sums may run in another order than a
-	// one-row pass's: within the entry's own tolerance, far tighter in
-	// practice (the log says how close).
-	if worst > tol {
-		t.Errorf("batched logits differ from alone by %g (tolerance %g)", worst, tol)
+	// one-row pass's (the gpu's several-row kernel): batched and alone
+	// are each within the entry's tolerance of transformers, so within
+	// twice it of each other; the oracle check holds batched to the
+	// tolerance itself.
+	if worst > 2*tol {
+		t.Errorf("batched logits differ from alone by %g (twice the tolerance: %g)", worst, 2*tol)
 	}
-	t.Logf("largest difference %g", worst)
+	if oracle > tol {
+		t.Errorf("batched logits of the golden prompt differ from transformers' by %g (tolerance %g)", oracle, tol)
+	}
+	t.Logf("largest difference %g from alone, %g from the golden", worst, oracle)
 }
 
 func maxDiff(a, b []float32) float64 {

@@ -55,13 +55,25 @@ func AttendViews(g *tensor.Graph, q tensor.T, views []cache.View, spec tensor.At
 	if len(views) != n || len(spec.Spans) > 0 {
 		return tensor.T{}, fmt.Errorf("attend: %d views for %d rows (spans %d)", len(views), n, len(spec.Spans))
 	}
-	width := qs[1] * qs[2]
-	out := g.Reshape(q, n, width) // every row is replaced below
+	rows := make([]tensor.T, n)
 	for i, view := range views {
-		row := g.Attention(g.Slice(q, 0, i, i+1), view.K, view.V, view.Spec(spec))
-		out = g.Splice(out, g.Reshape(row, 1, width), g.InputInts(onlyRow(i, n), n))
+		rows[i] = g.Attention(g.Slice(q, 0, i, i+1), view.K, view.V, view.Spec(spec))
 	}
-	return g.Reshape(out, n, qs[1], qs[2]), nil
+	return StackRows(g, q, rows), nil
+}
+
+// StackRows puts rows[i] ([1, ...]) at row i of a tensor shaped like like
+// ([len(rows), ...], whose rows all get replaced): how the per-row
+// results of a batched step (each row's own cache or state) are put back
+// together, with the Splice op every backend has.
+func StackRows(g *tensor.Graph, like tensor.T, rows []tensor.T) tensor.T {
+	ls := g.Shape(like)
+	n, width := ls[0], tensor.Elements(ls)/max(ls[0], 1)
+	out := g.Reshape(like, n, width)
+	for i, r := range rows {
+		out = g.Splice(out, g.Reshape(r, 1, width), g.InputInts(onlyRow(i, n), n))
+	}
+	return g.Reshape(out, ls...)
 }
 
 // RotateRows applies r to x ([n, heads, headDim]) at positions pos. ends
@@ -78,14 +90,11 @@ func RotateRows(g *tensor.Graph, x, pos tensor.T, r *Rope, ends []int) tensor.T 
 	if same {
 		return g.RoPE(x, pos, t)
 	}
-	xs := g.Shape(x)
-	n, width := xs[0], xs[1]*xs[2]
-	out := g.Reshape(x, n, width)
+	rows := make([]tensor.T, len(ends))
 	for i, e := range ends {
-		row := g.RoPE(g.Slice(x, 0, i, i+1), g.InputInts([]int32{int32(e - 1)}, 1), r.Table(e))
-		out = g.Splice(out, g.Reshape(row, 1, width), g.InputInts(onlyRow(i, n), n))
+		rows[i] = g.RoPE(g.Slice(x, 0, i, i+1), g.InputInts([]int32{int32(e - 1)}, 1), r.Table(e))
 	}
-	return g.Reshape(out, xs...)
+	return StackRows(g, x, rows)
 }
 
 // onlyRow is a Splice row map that takes src's row 0 at row i of n.

@@ -2,6 +2,7 @@ package qwen35
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -265,7 +266,7 @@ func (m *Model) Forward(g *tensor.Graph, b *family.Batch) (tensor.T, error) {
 	}
 	for i := range m.layers {
 		var err error
-		if x, err = m.layers[i].forward(g, m, x, rot, b.Caches[i]); err != nil {
+		if x, err = m.layers[i].forward(g, m, x, rot, b.Caches[i:i+1]); err != nil {
 			return tensor.T{}, fmt.Errorf("layer %d: %w", i, err)
 		}
 	}
@@ -275,18 +276,67 @@ func (m *Model) Forward(g *tensor.Graph, b *family.Batch) (tensor.T, error) {
 	return g.MatMul(m.norm.Forward(g, x), m.head), g.Err()
 }
 
-func (ly *layer) forward(g *tensor.Graph, m *Model, x tensor.T, rot rotary, c cache.Layer) (tensor.T, error) {
+// ForwardBatch records one new token of each row's sequence in one pass
+// (family.BatchModel): the rows share every projection and the MLP or
+// experts; each attends to its own KV cache, and each DeltaNet layer's
+// convolution and scan run on the row's own recurrent state. The rows
+// hold text after text (a batched sequence never holds a picture), so
+// mRoPE's three streams are each row's position.
+func (m *Model) ForwardBatch(g *tensor.Graph, rows []family.Row) (tensor.T, error) {
+	n := len(rows)
+	if n == 0 {
+		return tensor.T{}, errors.New("a batched step of no rows")
+	}
+	tokens, pos := make([]int32, n), make([]int32, n)
+	var table *tensor.Rope
+	for r, row := range rows {
+		if len(row.Caches) != len(m.layers) {
+			return tensor.T{}, fmt.Errorf("row %d: %d caches for %d layers", r, len(row.Caches), len(m.layers))
+		}
+		if err := m.rope.CheckPass(row.Pos, row.Pos+1); err != nil {
+			return tensor.T{}, err
+		}
+		if t := m.rope.Table(row.Pos + 1); table == nil {
+			table = t
+		} else if t != table {
+			return tensor.T{}, fmt.Errorf("row %d: its rope table differs from row 0's", r)
+		}
+		tokens[r], pos[r] = row.Token, int32(row.Pos)
+	}
+	rot, err := m.rotary(g, [3][]int32{pos, pos, pos}, table)
+	if err != nil {
+		return tensor.T{}, err
+	}
+	x := g.Embed(m.embed, g.InputInts(tokens, n))
+	kvs := make([]cache.Layer, n)
+	for i := range m.layers {
+		for r, row := range rows {
+			kvs[r] = row.Caches[i]
+		}
+		if x, err = m.layers[i].forward(g, m, x, rot, kvs); err != nil {
+			return tensor.T{}, fmt.Errorf("layer %d: %w", i, err)
+		}
+	}
+	return g.MatMul(m.norm.Forward(g, x), m.head), g.Err()
+}
+
+// forward runs the layer over x's rows; cs holds the layer's cache of
+// every row (one sequence) or of each row (a batched step).
+func (ly *layer) forward(g *tensor.Graph, m *Model, x tensor.T, rot rotary, cs []cache.Layer) (tensor.T, error) {
 	h := ly.inNorm.Forward(g, x)
 	var mixed tensor.T
 	var err error
 	if ly.linear != nil {
-		st, ok := c.(*cache.State)
-		if !ok {
-			return x, fmt.Errorf("a linear-attention layer needs a recurrent state, got %T", c)
+		sts := make([]*cache.State, len(cs))
+		for i, c := range cs {
+			var ok bool
+			if sts[i], ok = c.(*cache.State); !ok {
+				return x, fmt.Errorf("a linear-attention layer needs a recurrent state, got %T", c)
+			}
 		}
-		mixed, err = ly.linear.forward(g, m, h, st)
+		mixed, err = ly.linear.forward(g, m, h, sts)
 	} else {
-		mixed, err = ly.attn.forward(g, m, h, rot, c)
+		mixed, err = ly.attn.forward(g, m, h, rot, cs)
 	}
 	if err != nil {
 		return x, err
@@ -301,7 +351,7 @@ func (ly *layer) forward(g *tensor.Graph, m *Model, x tensor.T, rot rotary, c ca
 
 // forward is Qwen3_5Attention: the query and its gate come out of q_proj
 // interleaved per head ([q | gate] of head_dim each).
-func (a *attention) forward(g *tensor.Graph, m *Model, h tensor.T, rot rotary, kv cache.Layer) (tensor.T, error) {
+func (a *attention) forward(g *tensor.Graph, m *Model, h tensor.T, rot rotary, kvs []cache.Layer) (tensor.T, error) {
 	c := m.cfg
 	n, heads, kvHeads, hd := g.Shape(h)[0], c.NumAttentionHeads, c.NumKeyValueHeads, c.HeadDim
 	qg := g.Reshape(a.q.Forward(g, h), n, heads, 2*hd)
@@ -310,33 +360,65 @@ func (a *attention) forward(g *tensor.Graph, m *Model, h tensor.T, rot rotary, k
 	k := a.kNorm.Forward(g, g.Reshape(a.k.Forward(g, h), n, kvHeads, hd))
 	v := g.Reshape(a.v.Forward(g, h), n, kvHeads, hd)
 	q, k = rot.apply(g, q), rot.apply(g, k)
-	view, err := kv.Update(g, k, v)
+	o, err := nn.Attend(g, q, k, v, kvs, tensor.AttnSpec{Scale: float32(1 / math.Sqrt(float64(hd)))})
 	if err != nil {
 		return h, err
 	}
-	o := g.Attention(q, view.K, view.V, view.Spec(tensor.AttnSpec{Scale: float32(1 / math.Sqrt(float64(hd)))}))
 	o = g.Mul(g.Reshape(o, n, heads*hd), g.Sigmoid(gate))
 	return a.o.Forward(g, o), nil
 }
 
 // forward is Qwen3_5GatedDeltaNet: the short convolution over q, k and v,
-// the gates, the delta-rule scan and the gated norm.
-func (d *deltaNet) forward(g *tensor.Graph, m *Model, h tensor.T, st *cache.State) (tensor.T, error) {
+// the gates, the delta-rule scan and the gated norm. sts holds the state
+// of every row (one sequence) or of each row (a batched step: the
+// convolution and the scan then run row by row, each on its own state).
+func (d *deltaNet) forward(g *tensor.Graph, m *Model, h tensor.T, sts []*cache.State) (tensor.T, error) {
 	s := m.s
 	n := g.Shape(h)[0]
 	keyDim, hv := s.keyHeads*s.keyDim, s.valueHeads
-	step, err := st.Advance(n)
-	if err != nil {
-		return h, err
+	if len(sts) != 1 && len(sts) != n {
+		return h, fmt.Errorf("%d recurrent states for %d rows", len(sts), n)
 	}
-	qkv := g.SiLU(g.CausalConv1d(d.qkv.Forward(g, h), d.conv, step.ConvIn, step.ConvOut))
+	steps := make([]cache.Step, len(sts))
+	for i, st := range sts {
+		var err error
+		if steps[i], err = st.Advance(n / len(sts)); err != nil {
+			return h, err
+		}
+	}
+	// byRow applies f to each state's rows and stacks the results like like.
+	byRow := func(like tensor.T, f func(step cache.Step, lo, hi int) tensor.T) tensor.T {
+		if len(steps) == 1 {
+			return f(steps[0], 0, n)
+		}
+		rows := make([]tensor.T, n)
+		for i, st := range steps {
+			rows[i] = f(st, i, i+1)
+		}
+		return nn.StackRows(g, like, rows)
+	}
+	pre := d.qkv.Forward(g, h)
+	qkv := g.SiLU(byRow(pre, func(st cache.Step, lo, hi int) tensor.T {
+		return g.CausalConv1d(rowsOf(g, pre, lo, hi, n), d.conv, st.ConvIn, st.ConvOut)
+	}))
 	q := g.Reshape(g.Slice(qkv, -1, 0, keyDim), n, s.keyHeads, s.keyDim)
 	k := g.Reshape(g.Slice(qkv, -1, keyDim, 2*keyDim), n, s.keyHeads, s.keyDim)
 	v := g.Reshape(g.Slice(qkv, -1, 2*keyDim, s.convDim()), n, hv, s.valueDim)
 	z := g.Reshape(d.z.Forward(g, h), n, hv, s.valueDim)
 	beta := g.Sigmoid(d.b.Forward(g, h))
 	decay := g.Mul(g.Softplus(g.Add(d.a.Forward(g, h), d.dtBias)), d.negA)
-	o := g.GatedDeltaRule(q, k, v, decay, beta, step.RecIn, step.RecOut)
+	o := byRow(v, func(st cache.Step, lo, hi int) tensor.T {
+		row := func(x tensor.T) tensor.T { return rowsOf(g, x, lo, hi, n) }
+		return g.GatedDeltaRule(row(q), row(k), row(v), row(decay), row(beta), st.RecIn, st.RecOut)
+	})
 	o = g.Mul(g.RMSNorm(o, d.norm, float32(m.cfg.RMSNormEps), 0), g.SiLU(z))
 	return d.out.Forward(g, g.Reshape(o, n, hv*s.valueDim)), nil
+}
+
+// rowsOf is rows [lo, hi) of x's n: x itself when that is all of them.
+func rowsOf(g *tensor.Graph, x tensor.T, lo, hi, n int) tensor.T {
+	if lo == 0 && hi == n {
+		return x
+	}
+	return g.Slice(x, 0, lo, hi)
 }
