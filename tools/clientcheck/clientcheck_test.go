@@ -165,7 +165,9 @@ func TestOfficialClients(t *testing.T) {
 	}
 	reg := registry.New(cache).WithBuiltin(registry.Builtin{ID: starterID, Dir: starter}).WithAliases(filepath.Join(t.TempDir(), "aliases.json"))
 	p := pool.New(pool.Options{
-		Runner:  engine.RunnerOptions{Options: engine.Options{Threads: 1, Backend: "cpu"}},
+		// Parallel: the clients meet a server that batches (n choices and
+		// concurrent requests decode together).
+		Runner:  engine.RunnerOptions{Options: engine.Options{Threads: 1, Backend: "cpu"}, Parallel: 4},
 		Default: pool.Model{ID: starterID, Dir: starter},
 		Resolve: func(name string) (pool.Model, error) { // as app wires it
 			rec, err := reg.ResolveName(name)
