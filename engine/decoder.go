@@ -47,10 +47,10 @@ func (r *Runner) newDecoder(ctx context.Context, seq *Sequence, req *Request, pr
 			return nil, err
 		}
 	}
-	if !batched && r.draft != nil && mask == nil && (req.Speculative == nil || *req.Speculative) {
+	if !batched && r.draft != nil && mask == nil && req.ThinkingBudget == 0 && (req.Speculative == nil || *req.Speculative) {
 		return r.newSpeculative(ctx, seq, req, prompt, r.draft)
 	}
-	if !batched && req.Sample.PlainGreedy() && !req.Logprobs && mask == nil {
+	if !batched && req.Sample.PlainGreedy() && !req.Logprobs && mask == nil && req.ThinkingBudget == 0 {
 		g, err := seq.Greedy(ctx, rest)
 		if err != nil {
 			return nil, err
@@ -102,7 +102,13 @@ type hostSampler struct {
 	last    int32     // the token whose pass is still to run; -1 when none
 	done    time.Time
 	batch   *batcher // when set, each pass is a row of a batched step
+	forced  []int32  // tokens the next calls return instead of sampling (force)
 }
+
+// force makes the next calls return ids, in order, instead of sampled
+// tokens (each still runs its pass): how a thinking budget closes the
+// thinking.
+func (h *hostSampler) force(ids []int32) { h.forced = append(h.forced, ids...) }
 
 func (h *hostSampler) next(bool) (int32, *TokenLogprob, error) {
 	if h.last >= 0 {
@@ -125,7 +131,12 @@ func (h *hostSampler) next(bool) (int32, *TokenLogprob, error) {
 			return 0, nil, err
 		}
 	}
-	id := h.sampler.Sample(h.logits)
+	var id int32
+	if len(h.forced) > 0 {
+		id, h.forced = h.forced[0], h.forced[1:]
+	} else {
+		id = h.sampler.Sample(h.logits)
+	}
 	if h.mask != nil {
 		if err := h.mask.accept(id); err != nil {
 			return 0, nil, err

@@ -160,6 +160,11 @@ func (r *Runner) run(j *job) (Usage, error) {
 		if err != nil {
 			return u, err
 		}
+		if out.overBudget(req.ThinkingBudget) {
+			if f, ok := dec.(interface{ force([]int32) }); ok {
+				f.force(r.tok.Encode(r.think.Close+"\n\n", false))
+			}
+		}
 		if stopped != "" {
 			u.FinishReason, u.StopSequence = "stop", stopped
 			break
@@ -232,6 +237,7 @@ type textOut struct {
 	thinkTokens int
 	calls       *toolcall.Stream
 	sawCall     bool
+	budgetSpent bool // the thinking budget closed the thinking (overBudget)
 }
 
 // newTextOut prepares the output of a request whose prompt is ids.
@@ -310,6 +316,16 @@ func (o *textOut) token(id int32, lp *TokenLogprob) (string, error) {
 		return stopped, nil
 	}
 	return stopped, o.j.send(d)
+}
+
+// overBudget reports, once, that the thinking has reached budget tokens
+// (0: none) while still open: the caller closes it.
+func (o *textOut) overBudget(budget int) bool {
+	if budget <= 0 || o.think == nil || o.think.Answering() || o.thinkTokens != budget || o.budgetSpent {
+		return false
+	}
+	o.budgetSpent = true
+	return true
 }
 
 // reasoningTokens counts the tokens of the reply's thinking.

@@ -41,7 +41,12 @@ type Request struct {
 	// where the runner drafts (nil: the runner's choice).
 	Speculative *bool
 
-	MaxTokens   int // 0 = until the context is full
+	MaxTokens int // 0 = until the context is full
+	// ThinkingBudget caps the tokens a reasoning model thinks for (0: no
+	// cap): once its thinking reaches the budget, the closing tag goes in
+	// as the next tokens, and the answer follows (Anthropic's
+	// thinking.budget_tokens).
+	ThinkingBudget int
 	Stop        []string
 	Sample      sample.Options
 	Logprobs    bool

@@ -23,9 +23,10 @@ type messagesRequest struct {
 	ToolChoice    json.RawMessage `json:"tool_choice"`
 	// Thinking is {"type": "enabled", "budget_tokens"}, {"type":
 	// "adaptive"} or {"type": "disabled"}: the chat template's
-	// enable_thinking (the budget is not enforced).
+	// enable_thinking, and a cap on the thinking's tokens.
 	Thinking *struct {
-		Type string `json:"type"`
+		Type   string `json:"type"`
+		Budget *int   `json:"budget_tokens"`
 	} `json:"thinking"`
 }
 
@@ -88,6 +89,12 @@ func parseMessages(body []byte) (*messagesJob, error) {
 			job.req.TemplateKwargs = map[string]json.RawMessage{"enable_thinking": mustJSON(th.Type != "disabled")}
 		default:
 			return nil, badRequest("thinking.type", "thinking.type: expected enabled, adaptive or disabled, got %q", th.Type)
+		}
+		if b := th.Budget; b != nil && th.Type == "enabled" {
+			if *b < 1 || *b >= job.req.MaxTokens {
+				return nil, badRequest("thinking.budget_tokens", "thinking.budget_tokens: from 1 to less than max_tokens (%d), got %d", job.req.MaxTokens, *b)
+			}
+			job.req.ThinkingBudget = *b
 		}
 	}
 	if job.req.ForceTool, err = in.forceTool(); err != nil {

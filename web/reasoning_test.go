@@ -409,3 +409,35 @@ func TestThinkingCapabilityAbsent(t *testing.T) {
 	ts.rawText(t, "hello", 2)
 	ts.wantThinkingCapability(t, false)
 }
+
+// TestThinkingBudget: Anthropic's thinking.budget_tokens caps the
+// thinking: its first tokens are the model's own, then the closing tag
+// goes in and the answer follows, where without a budget the tiny model
+// thinks to the end; a budget out of range is a 400 naming it.
+func TestThinkingBudget(t *testing.T) {
+	ts := startServer(t, func(c *serverConfig) { c.model = templateModel(t, prefillTemplate) })
+	const budget, n = 4, 16
+	want := strings.TrimFunc(ts.rawText(t, chatML("hello")+"<think>\n", budget), unicode.IsSpace)
+	msgs := `[{"role":"user","content":"hello"}]`
+	ask := func(thinking string) (blocks []map[string]any, tokens int) {
+		var out struct {
+			Content []map[string]any `json:"content"`
+			Usage   anthropicUsage   `json:"usage"`
+		}
+		ts.postOK(t, "/v1/messages", fmt.Sprintf(`{"model":"chat-tiny","temperature":0,"max_tokens":%d,"messages":%s,"thinking":%s}`, n, msgs, thinking), &out)
+		return out.Content, out.Usage.OutputTokens
+	}
+	capped, tokens := ask(fmt.Sprintf(`{"type":"enabled","budget_tokens":%d}`, budget))
+	if len(capped) != 2 || capped[0]["thinking"] != want || capped[1]["type"] != "text" || capped[1]["text"] == "" || tokens != n {
+		t.Errorf("content %v (%d tokens); want thinking %q, then an answer (%d tokens)", capped, tokens, want, n)
+	}
+	if free, _ := ask(`{"type":"enabled"}`); len(free) != 1 || free[0]["type"] != "thinking" {
+		t.Errorf("without a budget: %v, want the tiny model thinking to the end", free)
+	}
+	for _, b := range []int{0, n} {
+		r := ts.post(t, "/v1/messages", fmt.Sprintf(`{"model":"chat-tiny","max_tokens":%d,"messages":%s,"thinking":{"type":"enabled","budget_tokens":%d}}`, n, msgs, b))
+		if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), "thinking.budget_tokens") {
+			t.Errorf("budget %d: %d %s, want a 400 naming thinking.budget_tokens", b, r.Status, r.Body)
+		}
+	}
+}
