@@ -47,10 +47,10 @@ type Request struct {
 	// as the next tokens, and the answer follows (Anthropic's
 	// thinking.budget_tokens).
 	ThinkingBudget int
-	Stop        []string
-	Sample      sample.Options
-	Logprobs    bool
-	TopLogprobs int
+	Stop           []string
+	Sample         sample.Options
+	Logprobs       bool
+	TopLogprobs    int
 	// PromptLogprobs asks for each prompt token's logprob given the tokens
 	// before it (with TopLogprobs alternatives), sent in the first Delta
 	// (OpenAI's echo with logprobs). The prompt is then computed whole,
