@@ -105,6 +105,28 @@ type Row struct {
 	Caches []cache.Layer // the sequence's, one per layer
 }
 
+// RowInputs are a batched step's host inputs: each row's token, its
+// position, and the end of its positions after the step. It refuses an
+// empty step, a row whose caches are not one per layer, and a row that
+// check (the family's rope rule for a pass over [start, end)) refuses.
+func RowInputs(rows []Row, layers int, check func(start, end int) error) (tokens, pos []int32, ends []int, err error) {
+	if len(rows) == 0 {
+		return nil, nil, nil, errors.New("a batched step of no rows")
+	}
+	n := len(rows)
+	tokens, pos, ends = make([]int32, n), make([]int32, n), make([]int, n)
+	for i, r := range rows {
+		if len(r.Caches) != layers {
+			return nil, nil, nil, fmt.Errorf("row %d: %d caches for %d layers", i, len(r.Caches), layers)
+		}
+		if err := check(r.Pos, r.Pos+1); err != nil {
+			return nil, nil, nil, fmt.Errorf("row %d: %w", i, err)
+		}
+		tokens[i], pos[i], ends[i] = r.Token, int32(r.Pos), r.Pos+1
+	}
+	return tokens, pos, ends, nil
+}
+
 // Batch is the input of one forward pass of one sequence.
 type Batch struct {
 	Tokens []int32 // [n] new tokens

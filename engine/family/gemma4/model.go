@@ -10,7 +10,6 @@
 package gemma4
 
 import (
-	"errors"
 	"fmt"
 	"math"
 
@@ -335,26 +334,22 @@ func (m *Model) Forward(g *tensor.Graph, b *family.Batch) (tensor.T, error) {
 // inputs and the MLP and experts, and each attends to its own caches
 // (a shared-KV layer to its row's view of the layer it shares).
 func (m *Model) ForwardBatch(g *tensor.Graph, rows []family.Row) (tensor.T, error) {
-	n := len(rows)
-	if n == 0 {
-		return tensor.T{}, errors.New("a batched step of no rows")
-	}
-	tokens, pos, ends := make([]int32, n), make([]int32, n), make([]int, n)
-	for r, row := range rows {
-		if len(row.Caches) != len(m.layers) {
-			return tensor.T{}, fmt.Errorf("row %d: %d caches for %d layers", r, len(row.Caches), len(m.layers))
-		}
-		tokens[r], pos[r], ends[r] = row.Token, int32(row.Pos), row.Pos+1
+	tokens, pos, ends, err := family.RowInputs(rows, len(m.layers), func(start, end int) error {
 		for i := range m.layers {
-			if err := m.layers[i].rope.CheckPass(row.Pos, row.Pos+1); err != nil {
-				return tensor.T{}, err
+			if err := m.layers[i].rope.CheckPass(start, end); err != nil {
+				return err
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return tensor.T{}, err
 	}
+	n := len(rows)
 	ids := g.InputInts(tokens, n)
 	x := g.Scale(g.Embed(m.embed, ids), m.embedScale)
 	kvs := make([]cache.Layer, n)
-	x, err := m.decoder(g, x, ids, g.InputInts(pos, n), ends, func(i int) []cache.Layer {
+	x, err = m.decoder(g, x, ids, g.InputInts(pos, n), ends, func(i int) []cache.Layer {
 		for r, row := range rows {
 			kvs[r] = row.Caches[i]
 		}

@@ -283,26 +283,19 @@ func (m *Model) Forward(g *tensor.Graph, b *family.Batch) (tensor.T, error) {
 // hold text after text (a batched sequence never holds a picture), so
 // mRoPE's three streams are each row's position.
 func (m *Model) ForwardBatch(g *tensor.Graph, rows []family.Row) (tensor.T, error) {
-	n := len(rows)
-	if n == 0 {
-		return tensor.T{}, errors.New("a batched step of no rows")
-	}
-	tokens, pos := make([]int32, n), make([]int32, n)
 	var table *tensor.Rope
-	for r, row := range rows {
-		if len(row.Caches) != len(m.layers) {
-			return tensor.T{}, fmt.Errorf("row %d: %d caches for %d layers", r, len(row.Caches), len(m.layers))
-		}
-		if err := m.rope.CheckPass(row.Pos, row.Pos+1); err != nil {
-			return tensor.T{}, err
-		}
-		if t := m.rope.Table(row.Pos + 1); table == nil {
+	tokens, pos, _, err := family.RowInputs(rows, len(m.layers), func(start, end int) error {
+		if t := m.rope.Table(end); table == nil {
 			table = t
 		} else if t != table {
-			return tensor.T{}, fmt.Errorf("row %d: its rope table differs from row 0's", r)
+			return errors.New("its rope table differs from the first row's")
 		}
-		tokens[r], pos[r] = row.Token, int32(row.Pos)
+		return m.rope.CheckPass(start, end)
+	})
+	if err != nil {
+		return tensor.T{}, err
 	}
+	n := len(rows)
 	rot, err := m.rotary(g, [3][]int32{pos, pos, pos}, table)
 	if err != nil {
 		return tensor.T{}, err

@@ -2,7 +2,6 @@ package universal
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 
@@ -316,24 +315,20 @@ func (m *Model) Forward(g *tensor.Graph, b *family.Batch) (tensor.T, error) {
 // (family.BatchModel): the rows share the projections and the MLP, and
 // each attends to its own caches.
 func (m *Model) ForwardBatch(g *tensor.Graph, rows []family.Row) (tensor.T, error) {
-	n := len(rows)
-	if n == 0 {
-		return tensor.T{}, errors.New("a batched step of no rows")
-	}
-	ids, pos, ends := make([]int32, n), make([]int32, n), make([]int, n)
-	for i, r := range rows {
-		if len(r.Caches) != len(m.layers) {
-			return tensor.T{}, fmt.Errorf("row %d: %d caches for %d layers", i, len(r.Caches), len(m.layers))
-		}
-		ids[i], pos[i], ends[i] = r.Token, int32(r.Pos), r.Pos+1
+	ids, pos, ends, err := family.RowInputs(rows, len(m.layers), func(start, end int) error {
 		for _, ly := range m.layers {
 			if ly.rope != nil {
-				if err := ly.rope.CheckPass(r.Pos, r.Pos+1); err != nil {
-					return tensor.T{}, err
+				if err := ly.rope.CheckPass(start, end); err != nil {
+					return err
 				}
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return tensor.T{}, err
 	}
+	n := len(rows)
 	posT := g.InputInts(pos, n)
 	x := g.Embed(m.embed, g.InputInts(ids, n))
 	if m.embedScale != 0 {
@@ -344,7 +339,6 @@ func (m *Model) ForwardBatch(g *tensor.Graph, rows []family.Row) (tensor.T, erro
 		for j, r := range rows {
 			kvs[j] = r.Caches[i]
 		}
-		var err error
 		if x, err = m.layers[i].forward(g, m, x, posT, ends, kvs, nil); err != nil {
 			return tensor.T{}, fmt.Errorf("layer %d: %w", i, err)
 		}
