@@ -17,21 +17,11 @@ import (
 func MapFiles(paths []string, opt OpenOptions) (*Set, error) {
 	s := &Set{tensors: map[string]tensorRef{}}
 	for _, path := range paths {
-		var data, huge []byte
-		var err error
-		if opt.HugePages {
-			data, huge, err = readHuge(path)
-		}
-		if err == nil && huge == nil {
-			data, err = mapFile(path)
-		}
-		if err != nil {
+		if err := s.add(path, opt); err != nil {
 			s.Close()
 			return nil, err
 		}
 		s.files = append(s.files, filepath.Base(path))
-		s.maps = append(s.maps, data)
-		s.huge = append(s.huge, huge)
 	}
 	return s, nil
 }

@@ -50,6 +50,25 @@ type OpenOptions struct {
 	HugePages bool
 }
 
+// add maps the file at path into s: read onto huge pages when opt asks
+// and the platform has them, else mapped.
+func (s *Set) add(path string, opt OpenOptions) error {
+	var data, huge []byte
+	var err error
+	if opt.HugePages {
+		data, huge, err = readHuge(path)
+	}
+	if err == nil && huge == nil {
+		data, err = mapFile(path)
+	}
+	if err != nil {
+		return err
+	}
+	s.maps = append(s.maps, data)
+	s.huge = append(s.huge, huge)
+	return nil
+}
+
 // OpenWith is Open with options.
 func OpenWith(dir string, opt OpenOptions) (*Set, error) {
 	l, err := discover(dir)
@@ -58,20 +77,10 @@ func OpenWith(dir string, opt OpenOptions) (*Set, error) {
 	}
 	s := &Set{files: l.files}
 	for _, name := range l.files {
-		path := filepath.Join(dir, name)
-		var data, huge []byte
-		if opt.HugePages {
-			data, huge, err = readHuge(path)
-		}
-		if err == nil && huge == nil {
-			data, err = mapFile(path)
-		}
-		if err != nil {
+		if err := s.add(filepath.Join(dir, name), opt); err != nil {
 			s.Close()
 			return nil, err
 		}
-		s.maps = append(s.maps, data)
-		s.huge = append(s.huge, huge)
 	}
 	if err := s.index(l); err != nil {
 		s.Close()
