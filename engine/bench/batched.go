@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,7 +21,8 @@ type BatchedReport struct {
 	// PerStreamTokS, one stream's.
 	AggregateTokS float64 `json:"aggregate_tok_s"`
 	PerStreamTokS float64 `json:"per_stream_tok_s"`
-	// Speedup is AggregateTokS over one stream's in the same run.
+	// Speedup is AggregateTokS over one batched stream's in the same run
+	// (the 1-stream entry, which is always measured).
 	Speedup float64 `json:"speedup"`
 }
 
@@ -35,8 +37,14 @@ func (r *Report) measureBatched(ctx context.Context, m *engine.Model, opt Option
 		return fmt.Errorf("--concurrency: family %s decodes one sequence at a time", m.Family.Name)
 	}
 	vocab := m.Checkpoint.Config.VocabSize
+	counts := slices.Clone(opt.Concurrency)
+	if !slices.Contains(counts, 1) {
+		counts = append(counts, 1) // the baseline
+	}
+	slices.Sort(counts)
+	counts = slices.Compact(counts)
 	var one float64
-	for _, n := range opt.Concurrency {
+	for _, n := range counts {
 		var samples []float64
 		for i := 0; i < opt.Repeats; i++ {
 			opt.logf("decode %d tokens in each of %d streams (%d/%d)", opt.Decode, n, i+1, opt.Repeats)
@@ -47,8 +55,8 @@ func (r *Report) measureBatched(ctx context.Context, m *engine.Model, opt Option
 			samples = append(samples, float64(n*opt.Decode)/d.Seconds())
 		}
 		agg := median(samples)
-		if n == 1 || one == 0 {
-			one = agg / float64(n)
+		if n == 1 {
+			one = agg
 		}
 		r.Batched = append(r.Batched, BatchedReport{Streams: n, AggregateTokS: agg, PerStreamTokS: agg / float64(n), Speedup: agg / one})
 		r.Samples.BatchedTokS = append(r.Samples.BatchedTokS, samples)
