@@ -22,7 +22,7 @@ func TestGGUFBench(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.DecodeTokS <= 0 || rep.PrefillTokS["4"] <= 0 || rep.WeightBytes <= 0 || len(rep.Batched) != 1 {
+	if rep.DecodeTokS <= 0 || rep.PrefillTokS["4"] <= 0 || rep.WeightBytes <= 0 || len(rep.Batched) != 2 || rep.Batched[0].Streams != 1 {
 		t.Errorf("report %+v", rep)
 	}
 	t.Log(out.String())
