@@ -2,12 +2,10 @@ package bench
 
 import (
 	"flag"
-	"fmt"
 	"io"
 	"strings"
 
 	"hearth/engine"
-	"hearth/engine/tensor"
 )
 
 // Flags registers `hearth bench`'s measurement flags (all but --model,
@@ -26,7 +24,6 @@ func Flags(fs *flag.FlagSet) func(log io.Writer) (Options, error) {
 	profile := fs.Bool("profile", false, "GPU: add where one decode step's device time goes, by kind of kernel")
 	unpipelined := fs.Bool("unpipelined", false, "GPU: read each decode step's token before queueing the next (to measure what running one step ahead gains)")
 	concurrency := fs.String("concurrency", "", "also decode this many streams at once, batched (continuous batching), comma-separated, e.g. 1,4,16: aggregate and per-stream tokens/s (1 is always measured, the baseline)")
-	kv := fs.String("kv", "f32", "KV cache type: f32, q8 or q4 (docs/design/kv-quant.md)")
 	cacheDir := fs.String("cache", "", "directory that keeps synthetic checkpoints between runs (default: a temporary one, removed)")
 	return func(log io.Writer) (Options, error) {
 		opt := Options{
@@ -36,9 +33,6 @@ func Flags(fs *flag.FlagSet) func(log io.Writer) (Options, error) {
 			Log:      log,
 		}
 		var err error
-		if opt.Engine.KV, err = tensor.ParseKVType(*kv); err != nil {
-			return opt, fmt.Errorf("--kv: %w", err)
-		}
 		if opt.Prompts, err = parseCounts("prompts", *prompts, "token"); err != nil {
 			return opt, err
 		}
