@@ -188,7 +188,9 @@ func TestForwardBatchRefuses(t *testing.T) {
 // answer exactly as they do one at a time, greedy, sampled with a seed,
 // with logprobs and with a stop string; one whose client leaves midway
 // ends alone; more requests than Parallel wait for a place; and the steps
-// did run together.
+// did run together (each client holds its first delta until every
+// request has one, so that they are all decoding at once however the
+// machine schedules them).
 func TestBatchedRequests(t *testing.T) {
 	alone := openTiny(t, engine.RunnerOptions{})
 	batched := openTiny(t, engine.RunnerOptions{Parallel: 4})
@@ -217,12 +219,16 @@ func TestBatchedRequests(t *testing.T) {
 	}
 	got := make([]string, len(reqs))
 	errs := make([]error, len(reqs)+1)
-	var wg sync.WaitGroup
+	var wg, firsts sync.WaitGroup
+	firsts.Add(len(reqs))
 	for i, req := range reqs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			got[i], errs[i] = answer(context.Background(), batched, req)
+			var once sync.Once
+			arrive := func() { once.Do(firsts.Done) }
+			defer arrive() // a request that ends without a delta arrives too
+			got[i], errs[i] = answerGated(context.Background(), batched, req, func() { arrive(); firsts.Wait() })
 		}()
 	}
 	// The client that leaves: cancelled after its fifth delta.
@@ -262,8 +268,14 @@ func TestBatchedRequests(t *testing.T) {
 
 // answer is a request's text, each token's logprobs written after it.
 func answer(ctx context.Context, r *engine.Runner, req engine.Request) (string, error) {
+	return answerGated(ctx, r, req, func() {})
+}
+
+// answerGated is answer calling gate before taking each delta.
+func answerGated(ctx context.Context, r *engine.Runner, req engine.Request, gate func()) (string, error) {
 	var sb strings.Builder
 	u, err := r.Generate(ctx, req, func(d engine.Delta) error {
+		gate()
 		sb.WriteString(d.Content)
 		for _, lp := range d.Logprobs {
 			fmt.Fprintf(&sb, "[%d %.5f]", lp.ID, lp.Logprob)

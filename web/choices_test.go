@@ -106,9 +106,11 @@ func testChoices(t *testing.T, parallel int) {
 		t.Errorf("greedy completions: %+v, want two equal choices", comp.Choices)
 	}
 	if parallel > 1 {
+		// The choices took the batched path (whether two of them shared a
+		// pass depends on timing: engine.TestBatchedRequests makes sure).
 		loaded := ts.pool.Loaded()
-		if len(loaded) != 1 || loaded[0].Parallel != parallel || loaded[0].BatchRows <= loaded[0].BatchPasses {
-			t.Errorf("loaded %+v: the choices' steps never ran together", loaded)
+		if len(loaded) != 1 || loaded[0].Parallel != parallel || loaded[0].BatchPasses == 0 {
+			t.Errorf("loaded %+v: the choices did not decode through the batcher", loaded)
 		}
 	}
 	for _, n := range []int{0, maxChoices + 1} {
