@@ -6,7 +6,10 @@ tokenizers package) and measures greedy decode speed.
 It checks that the files alone (config.json, model.safetensors,
 tokenizer.json, tokenizer_config.json) define the model, the way Hearth's
 generic tier reads them, and that decoding is fast on a small CPU.  Prompts
-must be ASCII: the pre-tokenizer split below is exact for ASCII text only.
+must be ASCII unless the `regex` package (Debian: python3-regex) is there:
+the fallback pre-tokenizer split below is exact for ASCII text only.
+finetune_cpu.py trains this same model (Llama.logits) and tokenizes its
+corpus with this BPE.
 
     python3 tools/starter/cpu_check.py .cache/starter/out/model --threads 2
 """
@@ -21,6 +24,12 @@ import sys
 import time
 
 import torch
+import torch.nn.functional as F
+
+try:  # the exact Llama 3 split needs \p{L} and \p{N}
+    import regex
+except ImportError:
+    regex = None
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import starter_common as sc  # noqa: E402
@@ -59,8 +68,20 @@ class BPE:
         self.bm = byte_map()
         self.ub = {c: b for b, c in self.bm.items()}
         self.sp_re = re.compile("(" + "|".join(re.escape(s) for s in self.special) + ")")
+        self.split = None
+        pre = tj.get("pre_tokenizer") or {}
+        for p in pre.get("pretokenizers", [pre]):
+            if p.get("type") == "Split" and regex is not None:
+                self.split = regex.compile(p["pattern"]["Regex"])
+        self.cache = {}
 
     def _word(self, w):
+        ids = self.cache.get(w)
+        if ids is None:
+            ids = self.cache[w] = self._merge(w)
+        return ids
+
+    def _merge(self, w):
         parts = [self.bm[b] for b in w.encode("utf-8")]
         while len(parts) > 1:
             best = min(((self.ranks.get((a, b), 1 << 30), i) for i, (a, b) in enumerate(zip(parts, parts[1:]))))
@@ -71,14 +92,17 @@ class BPE:
         return [self.vocab[p] for p in parts]
 
     def encode(self, text):
-        if not text.isascii():
-            raise ValueError("cpu_check encodes ASCII prompts only")
+        split = self.split
+        if split is None:
+            if not text.isascii():
+                raise ValueError("without the regex package, cpu_check encodes ASCII text only")
+            split = SPLIT
         ids = []
         for seg in self.sp_re.split(text):
             if seg in self.special:
                 ids.append(self.special[seg])
             elif seg:
-                for w in SPLIT.findall(seg):
+                for w in split.findall(seg):
                     ids.extend(self._word(w))
         return ids
 
@@ -102,19 +126,23 @@ def load_safetensors(path):
         if name == "__metadata__":
             continue
         a, b = info["data_offsets"]
-        dt = {"BF16": torch.bfloat16, "F32": torch.float32, "F16": torch.float16}[info["dtype"]]
+        dt = {"BF16": torch.bfloat16, "F32": torch.float32, "F16": torch.float16}.get(info["dtype"])
+        if dt is None:
+            raise SystemExit(f"{path}: {name} is {info['dtype']}; quantized weights need dequant_mlx.py first")
         out[name] = torch.frombuffer(bytearray(data[a:b]), dtype=dt).reshape(info["shape"]).float()
     return out
 
 
 class Llama:
-    """Llama is a plain Llama forward pass with a KV cache (f32)."""
+    """Llama is a plain Llama (f32): forward decodes one sequence with a KV
+    cache; logits runs a batch of rows causally and keeps the autograd graph,
+    so finetune_cpu.py trains the tensors in self.w directly."""
 
-    def __init__(self, d):
+    def __init__(self, d, weights=None):
         with open(os.path.join(d, "config.json")) as f:
             c = json.load(f)
         self.c = c
-        self.w = load_safetensors(os.path.join(d, "model.safetensors"))
+        self.w = weights if weights is not None else load_safetensors(os.path.join(d, "model.safetensors"))
         self.L, self.H, self.KV = c["num_hidden_layers"], c["num_attention_heads"], c["num_key_value_heads"]
         self.hd = c.get("head_dim") or c["hidden_size"] // self.H
         rp = c.get("rope_parameters") or {}
@@ -124,12 +152,12 @@ class Llama:
         f = torch.outer(pos, inv)
         emb = torch.cat([f, f], -1)
         self.cos, self.sin = emb.cos(), emb.sin()
-        self.emb = self.w["model.embed_tokens.weight"]
-        self.head = self.emb if c.get("tie_word_embeddings") else self.w["lm_head.weight"]
-        self.head_t = self.head.T.contiguous()
+        self.tied = bool(c.get("tie_word_embeddings"))
         self.eps = c["rms_norm_eps"]
-        # Projection weights transposed once, so each step is a plain x @ W.
-        self.t = {k: v.T.contiguous() for k, v in self.w.items() if k.endswith("proj.weight")}
+        self.t = None
+
+    def head(self):
+        return self.w["model.embed_tokens.weight" if self.tied else "lm_head.weight"]
 
     def norm(self, x, w):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * w
@@ -140,37 +168,56 @@ class Llama:
         rot = torch.cat([-x[..., h:], x[..., :h]], -1)
         return x * cos + rot * sin
 
+    def layer(self, i, x, p, start, cache, proj):
+        """layer runs decoder layer i on x [B, T, hidden] at positions p
+        (start..); proj(h, name) applies the named projection matrix."""
+        B, T, _ = x.shape
+        pre = f"model.layers.{i}."
+        h = self.norm(x, self.w[pre + "input_layernorm.weight"])
+        q = proj(h, pre + "self_attn.q_proj.weight").view(B, T, self.H, self.hd)
+        k = proj(h, pre + "self_attn.k_proj.weight").view(B, T, self.KV, self.hd)
+        v = proj(h, pre + "self_attn.v_proj.weight").view(B, T, self.KV, self.hd)
+        q, k = self.rope(q, p), self.rope(k, p)
+        if cache is not None:
+            if i in cache:
+                k = torch.cat([cache[i][0], k], 1)
+                v = torch.cat([cache[i][1], v], 1)
+            cache[i] = (k, v)
+        rep = self.H // self.KV
+        kk = k.repeat_interleave(rep, 2).transpose(1, 2)
+        vv = v.repeat_interleave(rep, 2).transpose(1, 2)
+        att = (q.transpose(1, 2) @ kk.transpose(2, 3)) / math.sqrt(self.hd)
+        S = k.shape[1]
+        mask = torch.arange(S)[None, :] > (torch.arange(T)[:, None] + start)
+        att = att.masked_fill(mask, float("-inf")).softmax(-1)
+        o = (att @ vv).transpose(1, 2).reshape(B, T, self.H * self.hd)
+        x = x + proj(o, pre + "self_attn.o_proj.weight")
+        h = self.norm(x, self.w[pre + "post_attention_layernorm.weight"])
+        g = proj(h, pre + "mlp.gate_proj.weight")
+        u = proj(h, pre + "mlp.up_proj.weight")
+        return x + proj(F.silu(g) * u, pre + "mlp.down_proj.weight")
+
+    def logits(self, ids):
+        """logits returns next-token logits [B, T, vocab] for rows ids [B, T]
+        starting at position 0, differentiable in self.w."""
+        x = F.embedding(ids, self.w["model.embed_tokens.weight"])
+        p = torch.arange(ids.shape[1])
+        for i in range(self.L):
+            x = self.layer(i, x, p, 0, None, lambda h, n: F.linear(h, self.w[n]))
+        return F.linear(self.norm(x, self.w["model.norm.weight"]), self.head())
+
     @torch.no_grad()
     def forward(self, ids, start, cache):
         """forward runs ids at positions start.. and returns last logits."""
-        x = self.emb[ids]
-        T = len(ids)
-        p = torch.arange(start, start + T)
+        if self.t is None:
+            # Projection weights transposed once, so each step is a plain x @ W.
+            self.t = {k: v.T.contiguous() for k, v in self.w.items() if k.endswith("proj.weight")}
+            self.head_t = self.head().T.contiguous()
+        x = self.w["model.embed_tokens.weight"][ids][None]
+        p = torch.arange(start, start + len(ids))
         for i in range(self.L):
-            pre = f"model.layers.{i}."
-            h = self.norm(x, self.w[pre + "input_layernorm.weight"])
-            q = (h @ self.t[pre + "self_attn.q_proj.weight"]).view(T, self.H, self.hd)
-            k = (h @ self.t[pre + "self_attn.k_proj.weight"]).view(T, self.KV, self.hd)
-            v = (h @ self.t[pre + "self_attn.v_proj.weight"]).view(T, self.KV, self.hd)
-            q, k = self.rope(q, p), self.rope(k, p)
-            if i in cache:
-                k = torch.cat([cache[i][0], k])
-                v = torch.cat([cache[i][1], v])
-            cache[i] = (k, v)
-            rep = self.H // self.KV
-            kk = k.repeat_interleave(rep, 1).transpose(0, 1)
-            vv = v.repeat_interleave(rep, 1).transpose(0, 1)
-            att = (q.transpose(0, 1) @ kk.transpose(1, 2)) / math.sqrt(self.hd)
-            S = k.shape[0]
-            mask = torch.arange(S)[None, :] > (torch.arange(T)[:, None] + start)
-            att = att.masked_fill(mask, float("-inf")).softmax(-1)
-            o = (att @ vv).transpose(0, 1).reshape(T, self.H * self.hd)
-            x = x + o @ self.t[pre + "self_attn.o_proj.weight"]
-            h = self.norm(x, self.w[pre + "post_attention_layernorm.weight"])
-            g = h @ self.t[pre + "mlp.gate_proj.weight"]
-            u = h @ self.t[pre + "mlp.up_proj.weight"]
-            x = x + (torch.nn.functional.silu(g) * u) @ self.t[pre + "mlp.down_proj.weight"]
-        x = self.norm(x[-1], self.w["model.norm.weight"])
+            x = self.layer(i, x, p, start, cache, lambda h, n: h @ self.t[n])
+        x = self.norm(x[0, -1], self.w["model.norm.weight"])
         return x @ self.head_t
 
 
