@@ -62,7 +62,7 @@ var denseTypes = map[GGMLType]tensor.DType{F32: tensor.F32, F16: tensor.F16, BF1
 // Read reads the GGUF model at path (one file, or any split of one) as a
 // Checkpoint. A file Hearth cannot make a config of (unknown architecture,
 // missing keys) gives only the error. A file with tensors Hearth cannot
-// run (Q6_K, …) gives the Checkpoint, without Summary, and the error: a
+// run (Q8_K, …) gives the Checkpoint, without Summary, and the error: a
 // listing shows what the model is, a load refuses it (Open).
 func Read(path string) (*Checkpoint, error) {
 	m, err := Open(path)
@@ -111,7 +111,7 @@ func (c *Checkpoint) planTensors(a arch, heads, kvHeads int) error {
 			}
 		}
 		_, dense := denseTypes[t.Type]
-		_, affine := affineBits[t.Type]
+		q, affine := affineQuant[t.Type]
 		switch {
 		case dense && !p.shift:
 			p.how = asStored
@@ -119,7 +119,7 @@ func (c *Checkpoint) planTensors(a arch, heads, kvHeads int) error {
 			p.how = toF32
 		case affine && len(t.Dims) == 2 && !p.shift:
 			p.how = toAffine
-			c.Quant.PerPath[strings.TrimSuffix(name, ".weight")] = &tensor.Quant{Bits: affineBits[t.Type], GroupSize: 32}
+			c.Quant.PerPath[strings.TrimSuffix(name, ".weight")] = &q
 		default:
 			refused = append(refused, t.Name)
 			if first == nil {
@@ -137,14 +137,10 @@ func (c *Checkpoint) planTensors(a arch, heads, kvHeads int) error {
 
 // refusal says why Hearth cannot run tensor t.
 func refusal(t TensorInfo) error {
-	switch t.Type {
-	case Q2_K, Q3_K, Q6_K:
-		return fmt.Errorf("tensor %q is %s, which Hearth cannot run yet: its 16-value sub-blocks need a group-16 kernel (docs/design/gguf.md); a file quantized to Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K_S or Q5_K_S keeps no such tensor", t.Name, t.Type)
-	}
-	if _, ok := affineBits[t.Type]; ok {
+	if _, ok := affineQuant[t.Type]; ok {
 		return fmt.Errorf("tensor %q: %s %v is not a matrix Hearth can repack", t.Name, t.Type, t.Dims)
 	}
-	return fmt.Errorf("tensor %q is %s, not a weight type Hearth runs (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K)", t.Name, t.Type)
+	return fmt.Errorf("tensor %q is %s, not a weight type Hearth runs (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K)", t.Name, t.Type)
 }
 
 // Open maps the model's files and places every tensor in a Set under its
@@ -219,7 +215,7 @@ func place(s *weights.Set, p placement, fileName string) error {
 		return err
 	}
 	prefix := strings.TrimSuffix(p.name, ".weight")
-	groups := cols / 32
+	groups := cols / w.Quant.GroupSize
 	for _, part := range []struct {
 		name  string
 		dt    tensor.DType
@@ -278,14 +274,15 @@ func (c *Checkpoint) summary() *weights.Summary {
 			add(p, p.name, tensor.F32, p.shape)
 		case toAffine:
 			rows, cols := p.shape[0], p.shape[1]
-			dt := tensor.F16
-			if p.src.Type == Q4_K || p.src.Type == Q5_K {
-				dt = tensor.F32
+			q := affineQuant[p.src.Type]
+			dt := tensor.F32
+			if blocks[p.src.Type].elems == 32 {
+				dt = tensor.F16
 			}
 			prefix := strings.TrimSuffix(p.name, ".weight")
-			add(p, p.name, tensor.U32, []int{rows, cols * affineBits[p.src.Type] / 32})
-			add(p, prefix+".scales", dt, []int{rows, cols / 32})
-			add(p, prefix+".biases", dt, []int{rows, cols / 32})
+			add(p, p.name, tensor.U32, []int{rows, cols * q.Bits / 32})
+			add(p, prefix+".scales", dt, []int{rows, cols / q.GroupSize})
+			add(p, prefix+".biases", dt, []int{rows, cols / q.GroupSize})
 		}
 	}
 	slices.SortFunc(sum.Tensors, func(a, b weights.Info) int { return cmp.Compare(a.Name, b.Name) })

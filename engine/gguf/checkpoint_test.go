@@ -15,11 +15,13 @@ import (
 	"testing"
 
 	"hearth/engine"
+	"hearth/engine/backend/gpu"
 	"hearth/engine/checkpoint"
 	"hearth/engine/family"
 	"hearth/engine/gguf"
 	"hearth/engine/tensor"
 	"hearth/engine/weights"
+	"hearth/internal/testenv"
 	"hearth/internal/testmodels"
 )
 
@@ -27,7 +29,13 @@ import (
 // steps greedy steps, and returns each step's logits and greedy id.
 func decode(t *testing.T, path string, prompt []int32, steps int) ([][]float32, []int32) {
 	t.Helper()
-	m, err := engine.Load(path, engine.Options{Backend: "cpu"})
+	return decodeOn(t, "cpu", path, prompt, steps)
+}
+
+// decodeOn is decode on the named backend.
+func decodeOn(t *testing.T, backend, path string, prompt []int32, steps int) ([][]float32, []int32) {
+	t.Helper()
+	m, err := engine.Load(path, engine.Options{Backend: backend})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,28 +273,30 @@ func TestGGUFErrors(t *testing.T) {
 		})
 		wants(t, loadErr(t, c), "missing", "model.layers.1.mlp.down_proj.weight")
 	})
-	t.Run("Q6_K tensor", func(t *testing.T) {
+	t.Run("Q8_K tensor", func(t *testing.T) {
+		// Q8_K is llama.cpp's intermediate type for dot products, never a
+		// stored weight Hearth runs
 		c := base.editTensors(func(ts []gguf.WriteTensor) []gguf.WriteTensor {
 			for i, wt := range ts {
 				if wt.Name == "blk.0.ffn_down.weight" {
 					// [128 in, 64 out]: no row is whole 256-value blocks; make
-					// the row 256 long to be a valid Q6_K header
-					ts[i] = gguf.WriteTensor{Name: wt.Name, Dims: []uint64{256, 32}, Type: gguf.Q6_K, Data: make([]byte, 32*gguf.Q6_K.BlockBytes())}
+					// the row 256 long to be a valid Q8_K header
+					ts[i] = gguf.WriteTensor{Name: wt.Name, Dims: []uint64{256, 32}, Type: gguf.Q8_K, Data: make([]byte, 32*gguf.Q8_K.BlockBytes())}
 				}
 			}
 			return ts
 		})
-		path := c.write(t, "q6k.gguf")
+		path := c.write(t, "q8k.gguf")
 		ck, err := checkpoint.Read(path)
 		if err == nil || ck == nil || ck.Weights != nil {
 			t.Fatalf("Read: %v, %+v", err, ck)
 		}
-		wants(t, err, "Q6_K", `"blk.0.ffn_down.weight"`)
+		wants(t, err, "Q8_K", `"blk.0.ffn_down.weight"`)
 		_, err = engine.Load(path, engine.Options{Backend: "cpu"})
 		if err == nil {
 			t.Fatal("loaded")
 		}
-		wants(t, err, "Q6_K", `"blk.0.ffn_down.weight"`)
+		wants(t, err, "Q8_K", `"blk.0.ffn_down.weight"`)
 	})
 	t.Run("wrong shape", func(t *testing.T) {
 		c := base.editTensors(func(ts []gguf.WriteTensor) []gguf.WriteTensor {
@@ -436,92 +446,141 @@ func TestGGUFSplit(t *testing.T) {
 	}
 }
 
-// kBlocks returns n random Q4_K or Q5_K super-blocks whose d and dmin are
-// small, so the weights stay under about 0.5: any bytes are a valid
+// kBlocks returns n random k-quant super-blocks of typ whose d (and dmin)
+// are small, so the weights stay under about 0.5: any bytes are a valid
 // block, and the test compares a load with the same blocks decoded, so
 // the values need only be tame, not a good quantization. d and dmin use
 // a half's whole mantissa, as a quantizer's do, so their products with
-// the 6-bit sub-block scales are not halves (the repack keeps them F32).
+// the sub-block scales are not halves (the repack keeps them F32).
 func kBlocks(rng *rand.Rand, typ gguf.GGMLType, n int) []byte {
+	// where each type keeps d and dmin (-1: none), and their divisors:
+	// |w| ≤ d·max|sc·q| is 4096·d for Q6_K, 128·d for Q3_K (held to
+	// 0.25: the random Q3_K model's logits grow large otherwise), 45·d
+	// for Q2_K, 945·d for Q4_K
+	at := map[gguf.GGMLType][2]int{gguf.Q2_K: {80, 82}, gguf.Q3_K: {108, -1}, gguf.Q4_K: {0, 2}, gguf.Q5_K: {0, 2}, gguf.Q6_K: {208, -1}}[typ]
+	scale := map[gguf.GGMLType][2]float64{gguf.Q2_K: {128, 256}, gguf.Q3_K: {1024, 0}, gguf.Q4_K: {4096, 8192}, gguf.Q5_K: {8192, 8192}, gguf.Q6_K: {16384, 0}}[typ]
 	out := make([]byte, n*typ.BlockBytes())
 	rng.Read(out)
 	for b := 0; b < len(out); b += typ.BlockBytes() {
-		binary.LittleEndian.PutUint16(out[b:], tensor.FloatToHalf(float32(1+rng.Float64())/4096))
-		binary.LittleEndian.PutUint16(out[b+2:], tensor.FloatToHalf(float32(1+rng.Float64())/8192))
+		for i, off := range at {
+			if off >= 0 {
+				binary.LittleEndian.PutUint16(out[b+off:], tensor.FloatToHalf(float32((1+rng.Float64())/scale[i])))
+			}
+		}
 	}
 	return out
 }
 
-// TestGGUFKQuants loads a Llama-shaped file whose rows are whole 256-value
-// super-blocks, its matrices in Q4_K and Q5_K mixed as a Q4_K_M file
-// mixes them (with Q8_0 for the output, where such a file has Q6_K), and
-// holds it to the same blocks decoded to F32: the k-quants' F32 group
-// scales, per-path bits, and Q/K rows un-permuted as whole super-blocks.
+// kMix is a llama.cpp k-quant file type as llama_model_quantize mixes
+// it (llama-quant.cpp's llama_tensor_get_type for a small Llama): the
+// type of most matrices, of token_embd, of attn_v and ffn_down in the
+// layers use_more_bits picks and in the others, and of output.
+type kMix struct {
+	name                string
+	fileType            uint32
+	most, embd          gguf.GGMLType
+	moreBits, fewerBits gguf.GGMLType // attn_v and ffn_down
+	output              gguf.GGMLType
+}
+
+var kMixes = []kMix{
+	{"q4_k_m", 15, gguf.Q4_K, gguf.Q4_K, gguf.Q6_K, gguf.Q4_K, gguf.Q6_K},
+	{"q5_k_m", 17, gguf.Q5_K, gguf.Q5_K, gguf.Q6_K, gguf.Q5_K, gguf.Q6_K},
+	{"q3_k_m", 12, gguf.Q3_K, gguf.Q3_K, gguf.Q5_K, gguf.Q4_K, gguf.Q6_K},
+	{"q2_k", 10, gguf.Q2_K, gguf.Q2_K, gguf.Q4_K, gguf.Q3_K, gguf.Q6_K},
+	{"q6_k", 18, gguf.Q6_K, gguf.Q6_K, gguf.Q6_K, gguf.Q6_K, gguf.Q6_K},
+}
+
+// TestGGUFKQuants loads Llama-shaped files whose rows are whole 256-value
+// super-blocks, their matrices mixed as llama.cpp's Q4_K_M, Q5_K_M,
+// Q3_K_M, Q2_K and Q6_K files mix them (Q6_K's, Q3_K's and Q2_K's
+// sub-blocks of 16 repacked in groups of 16), and holds each to the same
+// blocks decoded to F32: the k-quants' F32 group scales, per-path bits
+// and group sizes, and Q/K rows un-permuted as whole super-blocks.
 func TestGGUFKQuants(t *testing.T) {
 	const hidden, inter, vocab, layers, heads, kvHeads = 256, 512, 256, 2, 4, 2
-	rng := rand.New(rand.NewSource(1))
-	kv := []gguf.KV{
-		str("general.architecture", "llama"),
-		u32("llama.block_count", layers),
-		u32("llama.context_length", 64),
-		u32("llama.embedding_length", hidden),
-		u32("llama.feed_forward_length", inter),
-		u32("llama.attention.head_count", heads),
-		u32("llama.attention.head_count_kv", kvHeads),
-		f32("llama.attention.layer_norm_rms_epsilon", 1e-5),
-		u32("general.file_type", 15),
-	}
-	var ts []gguf.WriteTensor
-	matrix := func(name string, typ gguf.GGMLType, rows, cols int) {
-		wt := gguf.WriteTensor{Name: name, Dims: []uint64{uint64(cols), uint64(rows)}, Type: typ}
-		if typ == gguf.Q8_0 {
-			w := make([]float32, rows*cols)
-			for i := range w {
-				w[i] = float32(rng.NormFloat64() * 0.05)
+	for _, mix := range kMixes {
+		t.Run(mix.name, func(t *testing.T) {
+			rng := rand.New(rand.NewSource(int64(mix.fileType)))
+			kv := []gguf.KV{
+				str("general.architecture", "llama"),
+				u32("llama.block_count", layers),
+				u32("llama.context_length", 64),
+				u32("llama.embedding_length", hidden),
+				u32("llama.feed_forward_length", inter),
+				u32("llama.attention.head_count", heads),
+				u32("llama.attention.head_count_kv", kvHeads),
+				f32("llama.attention.layer_norm_rms_epsilon", 1e-5),
+				u32("general.file_type", int(mix.fileType)),
 			}
-			wt.Data = quantizeQ8_0(w)
-		} else {
-			wt.Data = kBlocks(rng, typ, rows*cols/256)
-		}
-		ts = append(ts, wt)
+			var ts []gguf.WriteTensor
+			types := map[gguf.GGMLType]int{}
+			matrix := func(name string, typ gguf.GGMLType, rows, cols int) {
+				ts = append(ts, gguf.WriteTensor{Name: name, Dims: []uint64{uint64(cols), uint64(rows)}, Type: typ, Data: kBlocks(rng, typ, rows*cols/256)})
+				types[typ]++
+			}
+			norm := func(name string) {
+				w := make([]float32, hidden)
+				for i := range w {
+					w[i] = 1 + float32(rng.NormFloat64()*0.1)
+				}
+				ts = append(ts, gguf.WriteTensor{Name: name, Dims: []uint64{hidden}, Type: gguf.F32, Data: f32Bytes(w)})
+			}
+			matrix("token_embd.weight", mix.embd, vocab, hidden)
+			for i := range layers {
+				p := fmt.Sprintf("blk.%d.", i)
+				more := mix.fewerBits
+				if i == layers-1 { // use_more_bits: the last eighth of the layers, among others
+					more = mix.moreBits
+				}
+				norm(p + "attn_norm.weight")
+				norm(p + "ffn_norm.weight")
+				matrix(p+"attn_q.weight", mix.most, hidden, hidden)
+				matrix(p+"attn_k.weight", mix.most, kvHeads*hidden/heads, hidden)
+				matrix(p+"attn_v.weight", more, kvHeads*hidden/heads, hidden)
+				matrix(p+"attn_output.weight", mix.most, hidden, hidden)
+				matrix(p+"ffn_gate.weight", mix.most, inter, hidden)
+				matrix(p+"ffn_up.weight", mix.most, inter, hidden)
+				matrix(p+"ffn_down.weight", more, hidden, inter)
+			}
+			norm("output_norm.weight")
+			matrix("output.weight", mix.output, vocab, hidden)
+			c := converted{arch: "llama", kv: kv, tensors: ts}
+			path := c.write(t, "k.gguf")
+			ck, err := checkpoint.Read(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l := ck.Quantization(); l != mix.name {
+				t.Errorf("label %q, want %s", l, mix.name)
+			}
+			for _, m := range []struct {
+				path string
+				typ  gguf.GGMLType
+			}{{"lm_head", mix.output}, {"model.layers.1.mlp.down_proj", mix.moreBits}, {"model.layers.0.self_attn.v_proj", mix.fewerBits}} {
+				want := tensor.Quant{Bits: map[gguf.GGMLType]int{gguf.Q2_K: 2, gguf.Q3_K: 3, gguf.Q4_K: 4, gguf.Q5_K: 5, gguf.Q6_K: 6}[m.typ], GroupSize: 32}
+				if m.typ == gguf.Q2_K || m.typ == gguf.Q3_K || m.typ == gguf.Q6_K { // sub-blocks of 16
+					want.GroupSize = 16
+				}
+				if q := ck.Quant.For(m.path); q == nil || *q != want {
+					t.Errorf("%s (%s): quantization %v, want %+v", m.path, m.typ, q, want)
+				}
+			}
+			checkSummary(t, ck)
+			prompt := []int32{1, 17, 200, 3, 99, 45, 12, 250}
+			got, gotIDs := decode(t, path, prompt, 6)
+			want, wantIDs := decode(t, c.dequantized(t).write(t, "k-dequantized.gguf"), prompt, 6)
+			d := compare(t, "vs dequantized", got, want, gotIDs, wantIDs, 1e-4)
+			t.Logf("%v: max |Δlogit| vs the dequantized weights %.3g, greedy %v", types, d, gotIDs)
+			t.Run("gpu", func(t *testing.T) {
+				_, err := gpu.Probe()
+				testenv.Need(t, "a gpu adapter", err == nil)
+				got, gotIDs := decodeOn(t, "gpu", path, prompt, 6)
+				d := compare(t, "gpu vs dequantized on the cpu", got, want, gotIDs, wantIDs, 1e-4)
+				t.Logf("gpu: max |Δlogit| %.3g", d)
+			})
+		})
 	}
-	norm := func(name string) {
-		w := make([]float32, hidden)
-		for i := range w {
-			w[i] = 1 + float32(rng.NormFloat64()*0.1)
-		}
-		ts = append(ts, gguf.WriteTensor{Name: name, Dims: []uint64{hidden}, Type: gguf.F32, Data: f32Bytes(w)})
-	}
-	matrix("token_embd.weight", gguf.Q4_K, vocab, hidden)
-	for i := range layers {
-		p := fmt.Sprintf("blk.%d.", i)
-		norm(p + "attn_norm.weight")
-		norm(p + "ffn_norm.weight")
-		matrix(p+"attn_q.weight", gguf.Q4_K, hidden, hidden)
-		matrix(p+"attn_k.weight", gguf.Q4_K, kvHeads*hidden/heads, hidden)
-		matrix(p+"attn_v.weight", gguf.Q5_K, kvHeads*hidden/heads, hidden)
-		matrix(p+"attn_output.weight", gguf.Q4_K, hidden, hidden)
-		matrix(p+"ffn_gate.weight", gguf.Q4_K, inter, hidden)
-		matrix(p+"ffn_up.weight", gguf.Q4_K, inter, hidden)
-		matrix(p+"ffn_down.weight", gguf.Q5_K, hidden, inter)
-	}
-	norm("output_norm.weight")
-	matrix("output.weight", gguf.Q8_0, vocab, hidden)
-	c := converted{arch: "llama", kv: kv, tensors: ts}
-	path := c.write(t, "k.gguf")
-	ck, err := checkpoint.Read(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if l := ck.Quantization(); l != "q4_k_m" {
-		t.Errorf("label %q, want q4_k_m", l)
-	}
-	checkSummary(t, ck)
-	prompt := []int32{1, 17, 200, 3, 99, 45, 12, 250}
-	got, gotIDs := decode(t, path, prompt, 6)
-	want, wantIDs := decode(t, c.dequantized(t).write(t, "k-dequantized.gguf"), prompt, 6)
-	d := compare(t, "vs dequantized", got, want, gotIDs, wantIDs, 1e-4)
-	t.Logf("max |Δlogit| vs the dequantized weights %.3g, greedy %v", d, gotIDs)
 }
 
 // checkSummary holds the header-only weight summary of a GGUF checkpoint

@@ -19,6 +19,12 @@ var (
 	validGroups = []int{32, 64, 128}
 )
 
+// subBlockGroup is the group size of the weights engine/gguf repacks from
+// GGUF's Q2_K, Q3_K and Q6_K, whose sub-blocks of 16 values each have
+// their own scale. The kernels take it; MLX never writes it, so a
+// config.json may not name it and Write does not store it.
+const subBlockGroup = 16
+
 // QuantConfig is config.json's MLX "quantization" (or "quantization_config")
 // object:
 //
@@ -144,19 +150,35 @@ func parseQuantFields(key string, obj map[string]json.RawMessage, inherit *tenso
 	} else if inherit == nil {
 		return nil, fmt.Errorf("%s: bits given without group_size", where)
 	}
-	if err := checkQuant(q); err != nil {
+	if err := checkMLXQuant(q); err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
 	return &q, nil
 }
 
-// checkQuant validates bits and group size against what MLX supports.
-func checkQuant(q tensor.Quant) error {
+// checkMLXQuant validates bits and group size against what MLX supports:
+// the rule for config.json and for checkpoints Hearth writes.
+func checkMLXQuant(q tensor.Quant) error {
 	if !slices.Contains(validBits, q.Bits) {
 		return fmt.Errorf("bits %d is not supported (supported: 2, 3, 4, 5, 6, 8)", q.Bits)
 	}
 	if !slices.Contains(validGroups, q.GroupSize) {
 		return fmt.Errorf("group_size %d is not supported (supported: 32, 64, 128)", q.GroupSize)
+	}
+	return nil
+}
+
+// checkQuant validates bits and group size against what the kernels take:
+// MLX's settings, and groups of 16 (subBlockGroup) for weights a GGUF
+// checkpoint places with a per-path entry.
+func checkQuant(q tensor.Quant) error {
+	if q.GroupSize == subBlockGroup && slices.Contains(validBits, q.Bits) {
+		return nil
+	}
+	if err := checkMLXQuant(q); err != nil && slices.Contains(validBits, q.Bits) {
+		return fmt.Errorf("group_size %d is not supported (supported: 16, 32, 64, 128)", q.GroupSize)
+	} else if err != nil {
+		return err
 	}
 	return nil
 }

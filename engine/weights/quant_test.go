@@ -126,3 +126,32 @@ func TestQuantLabel(t *testing.T) {
 		}
 	}
 }
+
+// TestGroup16 holds the group-16 rule: a config.json may not name it and
+// Write does not store it (MLX has no such group), but the quantizer and
+// the binder's shape check, which GGUF's repacked Q2_K, Q3_K and Q6_K go
+// through with a per-path entry, take it.
+func TestGroup16(t *testing.T) {
+	if _, err := ParseQuantConfig(json.RawMessage(`{"bits": 6, "group_size": 16}`)); err == nil || !strings.Contains(err.Error(), "group_size 16") {
+		t.Errorf("config.json with group_size 16: %v", err)
+	}
+	q := tensor.Quant{Bits: 6, GroupSize: 16}
+	w, err := Quantize(make([]float32, 2*48), 2, 48, q, tensor.F32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Scales) != 2*3*4 {
+		t.Errorf("%d scale bytes, want 24", len(w.Scales))
+	}
+	w.Name = "w"
+	if err := Write(t.TempDir()+"/m.safetensors", []tensor.Weight{w}, nil); err == nil || !strings.Contains(err.Error(), "group_size 16") {
+		t.Errorf("Write of a group-16 weight: %v", err)
+	}
+	shape, err := quantLogicalShape("w", []int{2, 48 * 6 / 32}, []int{2, 3}, q)
+	if err != nil || !reflect.DeepEqual(shape, []int{2, 48}) {
+		t.Errorf("quantLogicalShape = %v, %v; want [2 48]", shape, err)
+	}
+	if _, err := quantLogicalShape("w", []int{2, 9}, []int{2, 3}, tensor.Quant{Bits: 6, GroupSize: 24}); err == nil {
+		t.Error("group 24 accepted")
+	}
+}

@@ -244,7 +244,7 @@ func TestQuantizeErrors(t *testing.T) {
 		want       string
 	}{
 		{"bits", make([]float32, 32), 1, 32, tensor.Quant{Bits: 7, GroupSize: 32}, tensor.F32, "bits 7 is not supported"},
-		{"group", make([]float32, 32), 1, 32, tensor.Quant{Bits: 4, GroupSize: 16}, tensor.F32, "group_size 16 is not supported"},
+		{"group", make([]float32, 32), 1, 32, tensor.Quant{Bits: 4, GroupSize: 24}, tensor.F32, "group_size 24 is not supported"},
 		{"cols", make([]float32, 48), 1, 48, tensor.Quant{Bits: 4, GroupSize: 32}, tensor.F32, "48 columns are not a multiple of group size 32"},
 		{"length", make([]float32, 31), 1, 32, tensor.Quant{Bits: 4, GroupSize: 32}, tensor.F32, "31 values do not fill shape [1 32]"},
 		{"negative", nil, -1, 32, tensor.Quant{Bits: 4, GroupSize: 32}, tensor.F32, "is negative"},

@@ -83,7 +83,7 @@ func records(ws []tensor.Weight) ([]record, error) {
 		}
 		n := len(w.Shape)
 		q := *w.Quant
-		if err := checkQuant(q); err != nil {
+		if err := checkMLXQuant(q); err != nil {
 			return nil, fmt.Errorf("write %q: %w", w.Name, err)
 		}
 		if n < 2 || w.Shape[n-1]%q.GroupSize != 0 {

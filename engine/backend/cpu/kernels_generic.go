@@ -107,6 +107,44 @@ func qmvGo(m *mat, x, out []float32, r0, r1 int) {
 					acc[0] += xs[j] * (float32(float32(in[j])*s) + b)
 					acc[1] += xs[j+1] * (float32(float32(in[j+1])*s) + b)
 				}
+			// 2, 3 and 6 bits (GGUF's Q2_K, Q3_K and Q6_K repacked): whole
+			// bytes, or 3-byte units, of levels at a time (a group of 16
+			// or more is whole units), each element into the sum the
+			// default loop gives it
+			case 2:
+				for k := 0; k < 4; k++ {
+					lut[k] = float32(float32(k)*s) + b
+				}
+				for j, v := range in {
+					e := 4 * j
+					acc[0] += xs[e] * lut[v&3]
+					acc[1] += xs[e+1] * lut[v>>2&3]
+					acc[2] += xs[e+2] * lut[v>>4&3]
+					acc[3] += xs[e+3] * lut[v>>6]
+				}
+			case 3:
+				for k := 0; k < 8; k++ {
+					lut[k] = float32(float32(k)*s) + b
+				}
+				for j, e := 0, 0; j+2 < len(in); j, e = j+3, e+8 {
+					v := uint32(in[j]) | uint32(in[j+1])<<8 | uint32(in[j+2])<<16
+					acc[0] += xs[e] * lut[v&7]
+					acc[1] += xs[e+1] * lut[v>>3&7]
+					acc[2] += xs[e+2] * lut[v>>6&7]
+					acc[3] += xs[e+3] * lut[v>>9&7]
+					acc[0] += xs[e+4] * lut[v>>12&7]
+					acc[1] += xs[e+5] * lut[v>>15&7]
+					acc[2] += xs[e+6] * lut[v>>18&7]
+					acc[3] += xs[e+7] * lut[v>>21]
+				}
+			case 6:
+				for j, e := 0, 0; j+2 < len(in); j, e = j+3, e+4 {
+					v := uint32(in[j]) | uint32(in[j+1])<<8 | uint32(in[j+2])<<16
+					acc[0] += xs[e] * (float32(float32(v&63)*s) + b)
+					acc[1] += xs[e+1] * (float32(float32(v>>6&63)*s) + b)
+					acc[2] += xs[e+2] * (float32(float32(v>>12&63)*s) + b)
+					acc[3] += xs[e+3] * (float32(float32(v>>18)*s) + b)
+				}
 			default:
 				for j := range xs {
 					acc[j&3] += xs[j] * (float32(float32(tensor.Bits(in, j, bits))*s) + b)

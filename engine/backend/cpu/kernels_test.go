@@ -37,6 +37,14 @@ var formats = []weightFormat{
 	{"q4g64-f16", tensor.U32, 4, 64, tensor.F16},
 	{"q4g32-f16", tensor.U32, 4, 32, tensor.F16},
 	{"q4g128", tensor.U32, 4, 128, tensor.BF16},
+	// groups of 16 (GGUF's Q2_K, Q3_K, Q6_K repacked by engine/gguf, and
+	// the 4- and 8-bit widths the SIMD kernels take for larger groups):
+	// every kernel that assumes a group of 32 or more must pass them by
+	{"q6g16-f32", tensor.U32, 6, 16, tensor.F32},
+	{"q3g16-f32", tensor.U32, 3, 16, tensor.F32},
+	{"q2g16-f32", tensor.U32, 2, 16, tensor.F32},
+	{"q4g16", tensor.U32, 4, 16, tensor.BF16},
+	{"q8g16-f16", tensor.U32, 8, 16, tensor.F16},
 }
 
 func putScalar(buf []byte, i int, v float32, dt tensor.DType) {
@@ -105,11 +113,12 @@ func TestMatMulKernels(t *testing.T) {
 	shapes := []struct{ m, n, k int }{
 		{1, 37, 256}, {3, 100, 384}, {gemmMinRows, 33, 320}, {41, 70, 640}, {1, 5, 2048 + 128}, {29, 64, 4096 + 64},
 		{2, 9, 200}, {gemmMinRows + 1, 11, 200}, // dense only: columns not a multiple of any vector
+		{1, 13, 208}, {gemmMinRows + 2, 7, 208}, // groups of 16 only: 13 of them a row
 	}
 	for _, ks := range KernelSets() {
 		for _, f := range formats {
 			for _, sh := range shapes {
-				if f.group > 0 && sh.k%f.group != 0 {
+				if f.group > 0 && (sh.k%f.group != 0 || sh.k*f.bits%32 != 0) {
 					continue // the format does not fit this width
 				}
 				name := fmt.Sprintf("%s/%s/%dx%dx%d", ks, f.name, sh.m, sh.n, sh.k)
@@ -148,18 +157,25 @@ func TestMatMulKernels(t *testing.T) {
 }
 
 // TestFusedMatMul runs three MatMuls of one input (the plan computes them in
-// one loop) plus one on a node weight, and checks each.
+// one loop) plus one on a node weight, and checks each; also with groups of
+// 16 beside groups of 64, first and second (the loop sums x per group for
+// the first weight's group size only).
 func TestFusedMatMul(t *testing.T) {
+	mixes := [][]weightFormat{{formats[3], formats[7], formats[2]}, {formats[17], formats[3], formats[14]}, {formats[3], formats[17], formats[7]}}
 	for _, ks := range KernelSets() {
-		for _, m := range []int{1, 2, gemmMinRows + 3} {
-			t.Run(fmt.Sprintf("%s/m%d", ks, m), func(t *testing.T) {
+		for mi, m := range []int{1, 2, gemmMinRows + 3, 1, gemmMinRows, 2} {
+			fs := mixes[0]
+			if mi >= 3 {
+				fs = mixes[1+(mi-3)%2]
+			}
+			t.Run(fmt.Sprintf("%s/m%d/%s+%s", ks, m, fs[0].name, fs[1].name), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(1, uint64(m)))
 				b := New(Options{Threads: 3, Kernels: ks})
 				defer b.Close()
 				const k = 128
 				var ws []tensor.Weight
 				var ts []tensor.T
-				for i, f := range []weightFormat{formats[3], formats[7], formats[2]} {
+				for i, f := range fs {
 					w := randomWeight(rng, f, 24+8*i, k)
 					wt, err := b.Upload(w)
 					if err != nil {
@@ -371,7 +387,7 @@ func TestInt8GEMM(t *testing.T) {
 	shapes := []struct{ m, n, k int }{
 		{gemmMinRows, 33, 256}, {29, 70, 640}, {41, 64, 1024 + 128}, {gemmMinRows + 1, 16, 2048}, {64, 100, 128},
 	}
-	fs := []weightFormat{formats[3], formats[4], formats[5], formats[6], formats[7], formats[8], formats[9], formats[11], formats[13]}
+	fs := []weightFormat{formats[3], formats[4], formats[5], formats[6], formats[7], formats[8], formats[9], formats[11], formats[13], formats[17], formats[18]}
 	for _, kern := range sets {
 		for _, f := range fs {
 			for _, sh := range shapes {

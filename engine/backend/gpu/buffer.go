@@ -163,8 +163,8 @@ func weightKind(w tensor.Weight) (kind, error) {
 		if len(w.Shape) != 2 && len(w.Shape) != 3 {
 			return kind{}, fmt.Errorf("quantized weight of shape %v, want 2-D (or 3-D stacked experts)", w.Shape)
 		}
-		if cols := w.Shape[len(w.Shape)-1]; q.GroupSize <= 0 || q.GroupSize%32 != 0 || cols%q.GroupSize != 0 {
-			return kind{}, fmt.Errorf("group size %d with %d columns (the gpu backend needs a multiple of 32 that divides the columns)", q.GroupSize, cols)
+		if cols := w.Shape[len(w.Shape)-1]; q.GroupSize <= 0 || q.GroupSize%32 != 0 && q.GroupSize != 16 || cols%q.GroupSize != 0 {
+			return kind{}, fmt.Errorf("group size %d with %d columns (the gpu backend needs 16 or a multiple of 32 that divides the columns)", q.GroupSize, cols)
 		}
 		sdt := w.ScaleDType
 		if sdt != tensor.F32 && sdt != tensor.F16 && sdt != tensor.BF16 {

@@ -35,8 +35,8 @@ func TestExpertMatMulKernels(t *testing.T) {
 
 // TestExpertMatMulBits checks both ExpertMatMul kernels on every quantized
 // width (3, 5 and 6 bits straddle words, which the conformance cases do
-// not reach), group sizes 32 to 128 and each scale dtype, with whole and
-// split weights, against the cpu backend.
+// not reach), group sizes 16 (GGUF's Q2_K, Q3_K and Q6_K) to 128 and each
+// scale dtype, with whole and split weights, against the cpu backend.
 func TestExpertMatMulBits(t *testing.T) {
 	const experts, k, out, in, n = 5, 2, 70, 128, 40
 	rng := rand.New(rand.NewPCG(3, 5))
@@ -46,8 +46,11 @@ func TestExpertMatMulBits(t *testing.T) {
 	}
 	route := randRoute(rng, n, k, experts)
 	ref := cpu.New(cpu.Options{})
-	for i, bits := range []int{2, 3, 4, 5, 6, 8} {
+	for i, bits := range []int{2, 3, 4, 5, 6, 8, 6, 3, 2} {
 		group := []int{32, 64, 128}[i%3]
+		if i >= 6 {
+			group = 16
+		}
 		sdt := []tensor.DType{tensor.BF16, tensor.F16, tensor.F32}[i%3]
 		v := make([]float32, experts*out*in)
 		for j := range v {

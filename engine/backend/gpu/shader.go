@@ -154,9 +154,16 @@ func (a accessor) rawType() string {
 }
 
 // sRawType is the WGSL type p_sraw returns: a block's scale and bias
-// words as loaded (a dense weight has none: a placeholder u32).
+// words as loaded (a dense weight has none: a placeholder u32). A block of
+// a group-16 weight has two groups' words.
 func (a accessor) sRawType() string {
-	if a.Kind.quantized() && a.Kind.sdt == tensor.F32 {
+	k := a.Kind
+	switch {
+	case !k.quantized():
+		return "u32"
+	case k.group == 16 && k.sdt == tensor.F32:
+		return "vec4<u32>"
+	case k.group == 16 || k.sdt == tensor.F32:
 		return "vec2<u32>"
 	}
 	return "u32"
@@ -195,6 +202,10 @@ func (a accessor) blockFuncs() string {
 	switch {
 	case !k.quantized():
 		s.WriteString("\treturn 0u;\n}\n")
+	case k.group == 16 && k.sdt == tensor.F32:
+		fmt.Fprintf(&s, "\tlet g = row * %du + blk * 2u;\n\treturn vec4<u32>(%s_s[2u * g], %s_s[2u * g + 1u], %s_s[2u * g + 2u], %s_s[2u * g + 3u]);\n}\n", a.Cols/16, p, p, p, p)
+	case k.group == 16:
+		fmt.Fprintf(&s, "\tlet g = row * %du + blk * 2u;\n\treturn vec2<u32>(%s_s[g], %s_s[g + 1u]);\n}\n", a.Cols/16, p, p)
 	case k.sdt == tensor.F32:
 		fmt.Fprintf(&s, "\tlet g = row * %du + blk * 32u / %du;\n\treturn vec2<u32>(%s_s[2u * g], %s_s[2u * g + 1u]);\n}\n", a.Cols/k.group, k.group, p, p)
 	default:
@@ -242,23 +253,36 @@ func (a accessor) denseDot() string {
 // masked in place rather than shifted down — q·2^p comes out, and x is
 // scaled by 2^-p instead (exact: powers of two) — so a word costs one shift
 // and one and-or per element. The block is scaled once:
-// Σ(q·s + b)·x = s·Σq·x + b·Σx.
+// Σ(q·s + b)·x = s·Σq·x + b·Σx; a group-16 weight's block twice, each
+// half with its own sums (quantDot16).
 func (a accessor) quantDot() string {
 	var s strings.Builder
 	bits := a.Kind.bits
+	g16 := a.Kind.group == 16
 	s.WriteString("\tlet M = vec4<u32>(0x4B000000u);\n\tlet F = vec4<f32>(8388608.0);\n")
-	switch a.Kind.sdt {
-	case tensor.BF16:
+	switch {
+	case g16:
+		s.WriteString(a.quantDot16Scales())
+	case a.Kind.sdt == tensor.BF16:
 		s.WriteString("\tlet sb = vec2<f32>(bitcast<f32>(sr << 16u), bitcast<f32>(sr & 0xffff0000u));\n")
-	case tensor.F16:
+	case a.Kind.sdt == tensor.F16:
 		s.WriteString("\tlet sb = unpack2x16float(sr);\n")
 	default:
 		s.WriteString("\tlet sb = bitcast<vec2<f32>>(sr);\n")
 	}
 	mask := 1<<bits - 1
 	// four independent sums (one fused multiply-add per element), added
-	// once at the end
+	// once at the end; for group 16, four for each half (d, then d1)
 	s.WriteString("\tvar d = vec4<f32>(0.0);\n")
+	acc := func(xi int) string {
+		if g16 && xi >= 4 {
+			return "d1"
+		}
+		return "d"
+	}
+	if g16 {
+		s.WriteString("\tvar d1 = vec4<f32>(0.0);\n")
+	}
 	words := bits // words per 32-element block
 	if strings.HasPrefix(a.rawType(), "array<u32") {
 		for w := 0; w < words; w++ {
@@ -290,8 +314,8 @@ func (a accessor) quantDot() string {
 			if !a.Prescaled {
 				xv = fmt.Sprintf("x%d * %s", xi, a.Kind.xScaleVec(xi))
 			}
-			fmt.Fprintf(&s, "\td = fma(bitcast<vec4<f32>>((vec4<u32>(%s) & vec4<u32>(%s)) | M) - F, %s, d);\n",
-				strings.Join(src[:], ", "), strings.Join(msk[:], ", "), xv)
+			fmt.Fprintf(&s, "\t%[4]s = fma(bitcast<vec4<f32>>((vec4<u32>(%[1]s) & vec4<u32>(%[2]s)) | M) - F, %[3]s, %[4]s);\n",
+				strings.Join(src[:], ", "), strings.Join(msk[:], ", "), xv, acc(xi))
 		}
 	default: // 3, 5, 6 bits: a little-endian bit stream of `bits` words
 		elem := func(e int) string {
@@ -304,10 +328,47 @@ func (a accessor) quantDot() string {
 		}
 		for xi := 0; xi < 8; xi++ {
 			e := xi * 4
-			fmt.Fprintf(&s, "\td = fma(bitcast<vec4<f32>>(vec4<u32>(%s, %s, %s, %s) | M) - F, x%d, d);\n", elem(e), elem(e+1), elem(e+2), elem(e+3), xi)
+			fmt.Fprintf(&s, "\t%[6]s = fma(bitcast<vec4<f32>>(vec4<u32>(%[1]s, %[2]s, %[3]s, %[4]s) | M) - F, x%[5]d, %[6]s);\n", elem(e), elem(e+1), elem(e+2), elem(e+3), xi, acc(xi))
 		}
 	}
+	if g16 {
+		s.WriteString(a.quantDot16Sums())
+		s.WriteString("\treturn (((d.x + d.y) + (d.z + d.w)) * sb.x + xs0 * sb.y) + (((d1.x + d1.y) + (d1.z + d1.w)) * sb1.x + xs1 * sb1.y);\n}\n")
+		return s.String()
+	}
 	s.WriteString("\treturn ((d.x + d.y) + (d.z + d.w)) * sb.x + xs * sb.y;\n}\n")
+	return s.String()
+}
+
+// quantDot16Scales decodes a group-16 block's two scale-and-bias pairs
+// (sb for elements 0-15, sb1 for 16-31) from p_sraw's words.
+func (a accessor) quantDot16Scales() string {
+	switch a.Kind.sdt {
+	case tensor.BF16:
+		return "\tlet sb = vec2<f32>(bitcast<f32>(sr.x << 16u), bitcast<f32>(sr.x & 0xffff0000u));\n" +
+			"\tlet sb1 = vec2<f32>(bitcast<f32>(sr.y << 16u), bitcast<f32>(sr.y & 0xffff0000u));\n"
+	case tensor.F16:
+		return "\tlet sb = unpack2x16float(sr.x);\n\tlet sb1 = unpack2x16float(sr.y);\n"
+	}
+	return "\tlet sb = bitcast<vec2<f32>>(sr.xy);\n\tlet sb1 = bitcast<vec2<f32>>(sr.zw);\n"
+}
+
+// quantDot16Sums writes the sums of x over a group-16 block's halves (xs0,
+// xs1; xs, the whole block's, is not split). A prescaled x is first
+// multiplied back by 1/xScale (powers of two: exact).
+func (a accessor) quantDot16Sums() string {
+	var s strings.Builder
+	for h := range 2 {
+		var terms []string
+		for xi := 4 * h; xi < 4*h+4; xi++ {
+			t := fmt.Sprintf("x%d", xi)
+			if bits := a.Kind.bits; a.Prescaled && (bits == 2 || bits == 4 || bits == 8) {
+				t = fmt.Sprintf("x%d * %s", xi, a.Kind.xUnscaleVec(xi))
+			}
+			terms = append(terms, t)
+		}
+		fmt.Fprintf(&s, "\tlet xs%d = dot((%s) + (%s), vec4<f32>(1.0));\n", h, terms[0]+" + "+terms[1], terms[2]+" + "+terms[3])
+	}
 	return s.String()
 }
 
@@ -328,10 +389,17 @@ func (k kind) xScale(e int) float64 {
 }
 
 // xScaleVec is the WGSL vec4 of xScale for elements 4j..4j+3.
-func (k kind) xScaleVec(j int) string {
+func (k kind) xScaleVec(j int) string { return k.scaleVec(j, 1) }
+
+// xUnscaleVec is the WGSL vec4 of 1/xScale for elements 4j..4j+3.
+func (k kind) xUnscaleVec(j int) string { return k.scaleVec(j, -1) }
+
+// scaleVec is the WGSL vec4 of xScale (sign 1) or its inverse (-1) for
+// elements 4j..4j+3.
+func (k kind) scaleVec(j, sign int) string {
 	var c [4]string
 	for i := range c {
-		c[i] = strconv.FormatFloat(k.xScale(4*j+i), 'g', -1, 64)
+		c[i] = strconv.FormatFloat(math.Pow(k.xScale(4*j+i), float64(sign)), 'g', -1, 64)
 		if !strings.ContainsAny(c[i], ".e") {
 			c[i] += ".0"
 		}

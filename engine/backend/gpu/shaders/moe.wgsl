@@ -318,7 +318,7 @@ fn put(p: u32, m: u32, o: u32, lo: u32, hi: u32, v: vec4<f32>) {
 
 // stage8 puts the weight's columns c..c+7 of row (of the block; tile row r)
 // at columns cl..cl+7 of the slice: zeros past the width or when !ok.
-// Quantized: one scale and bias for the 8 (a group is a multiple of 32).
+// Quantized: one scale and bias for the 8 (a group is 16 or a multiple of 32).
 fn stage8(row: u32, r: u32, cl: u32, c: u32, ok: bool) {
 	let at = cl * {{div .Rows 4}}u + r / 4u;
 	let ri = r % 4u;
