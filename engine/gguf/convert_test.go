@@ -268,7 +268,14 @@ type converted struct {
 // tests have none).
 func convert(t testing.TB, model string, typ gguf.GGMLType) converted {
 	t.Helper()
-	dir := filepath.Join(testmodels.Root(), model)
+	return convertDir(t, filepath.Join(testmodels.Root(), model), typ)
+}
+
+// convertDir is convert for the checkpoint in dir, whose weights may be
+// F32, F16 or BF16 (a synthetic bench model's).
+func convertDir(t testing.TB, dir string, typ gguf.GGMLType) converted {
+	t.Helper()
+	model := filepath.Base(dir)
 	raw, err := os.ReadFile(filepath.Join(dir, "config.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -359,14 +366,12 @@ func convert(t testing.TB, model string, typ gguf.GGMLType) converted {
 	}
 	for _, name := range set.Names() {
 		in, _ := set.Info(name)
-		if in.DType != tensor.F32 {
-			t.Fatalf("%s: %s is %s; the converter test reads f32 checkpoints", model, name, in.DType)
+		if in.DType != tensor.F32 && in.DType != tensor.F16 && in.DType != tensor.BF16 {
+			t.Fatalf("%s: %s is %s; the converter test reads dense checkpoints", model, name, in.DType)
 		}
 		b, _ := set.Bytes(name)
-		w := make([]float32, len(b)/4)
-		for i := range w {
-			w[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-		}
+		w := make([]float32, tensor.Elements(in.Shape))
+		tensor.Float32(in.DType, b, 0, w)
 		rows, cols := in.Shape[0], 1
 		if len(in.Shape) == 2 {
 			cols = in.Shape[1]

@@ -190,7 +190,7 @@ func (r *Registry) resolve(name string, paths, aliases bool) (Record, error) {
 			return rec, err
 		}
 		if paths {
-			if st, err := os.Stat(name); err == nil && st.IsDir() {
+			if onDisk(name) {
 				return r.resolveDir(name)
 			}
 		}
@@ -216,7 +216,7 @@ func (r *Registry) resolve(name string, paths, aliases bool) (Record, error) {
 	switch len(hits) {
 	case 0:
 		if paths {
-			if st, err := os.Stat(name); err == nil && st.IsDir() {
+			if onDisk(name) {
 				return r.resolveDir(name)
 			}
 		}
@@ -244,6 +244,17 @@ func (r *Registry) resolve(name string, paths, aliases bool) (Record, error) {
 		return rec, err
 	}
 	return Record{}, fmt.Errorf("%w: %s matches %s; name one of them in full", ErrAmbiguous, QuoteName(name), strings.Join(hits, ", "))
+}
+
+// onDisk reports whether name is a checkpoint's path as it stands: a
+// folder, or a GGUF file.
+func onDisk(name string) bool {
+	st, err := os.Stat(name)
+	if err != nil {
+		return false
+	}
+	file, _ := gguf.Find(name)
+	return st.IsDir() || file == name
 }
 
 // isPath reports whether name is written as a path rather than a repo id.

@@ -308,3 +308,19 @@ func TestResolveName(t *testing.T) {
 		t.Errorf("Resolve(./qwen3-f32) = %q, %v", rec.Dir, err)
 	}
 }
+
+// TestResolveGGUFPath: a .gguf file named by a relative path ("models/
+// x.gguf", as a shell completes it) is the file, not a repo id.
+func TestResolveGGUFPath(t *testing.T) {
+	t.Chdir(t.TempDir())
+	if err := os.MkdirAll("models", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join("models", "x.gguf"), []byte("GGUF not really"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := New(t.TempDir()).Resolve("models/x.gguf")
+	if err == nil || errors.Is(err, ErrNotFound) {
+		t.Errorf("Resolve(models/x.gguf): %v; want the file's own (format) error", err)
+	}
+}
