@@ -15,6 +15,7 @@ import (
 	"hearth/engine/fit"
 	"hearth/engine/pool"
 	"hearth/engine/registry"
+	"hearth/engine/tensor"
 )
 
 // registry is the process's model registry over the Hugging Face cache,
@@ -100,9 +101,14 @@ func admit(rec registry.Record, ctxTokens int) (pool.Model, error) {
 func (c *cli) ls(args []string) error {
 	fs := c.flags("ls", "ls [flags]")
 	ctx := fs.Int("ctx", 0, "judge fit at this context length (0 = the default a load uses)")
+	kvFlag := fs.String("kv", "f32", "judge fit with this KV cache type: f32, q8 or q4 (as hearth serve --kv)")
 	avail := fs.Bool("available", false, "list the model catalog instead: models to pull by short name, best fit for this machine first")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	kv, err := tensor.ParseKVType(*kvFlag)
+	if err != nil {
+		return fmt.Errorf("--kv: %w", err)
 	}
 	if *avail {
 		return c.available(*ctx)
@@ -114,7 +120,7 @@ func (c *cli) ls(args []string) error {
 	}
 	var judge func(registry.Record) fit.Verdict
 	if mem, err := fit.System(); err == nil {
-		judge = registry.FitAt(mem, *ctx)
+		judge = registry.FitAtKV(mem, *ctx, kv)
 	}
 	if err := registry.Table(c.stdout, recs, judge); err != nil {
 		return err

@@ -19,6 +19,7 @@ import (
 	"hearth/engine/draft"
 	"hearth/engine/fit"
 	"hearth/engine/pool"
+	"hearth/engine/tensor"
 	"hearth/web"
 )
 
@@ -27,6 +28,7 @@ type runnerFlags struct {
 	threads, ctx *int
 	backend      *string
 	draft        *string
+	kv           *string
 	// loadDraft loads the draft model --draft names (cli.loadDraft).
 	loadDraft func(name string, opt engine.Options) (*engine.Model, error)
 }
@@ -44,6 +46,7 @@ func (c *cli) runnerFlags(fs interface {
 		threads:   fs.Int("threads", 0, "CPU threads (0 = all cores)"),
 		ctx:       fs.Int("ctx", 0, "context length in tokens (0 = the smaller of 8192 and the model's)"),
 		backend:   fs.String("backend", backend, "auto (a real GPU when there is one, else the CPU), gpu or cpu (env HEARTH_BACKEND)"),
+		kv:        fs.String("kv", "f32", "KV cache type: f32 (exact), q8 (int8 with a scale per 32 elements: about 3.5 times the context in the same memory) or q4 (4-bit: about 6 times, less exact); docs/design/kv-quant.md"),
 		draft:     fs.String("draft", "none", "speculative decoding: ngram (drafts from the prompt and answer so far), a draft model sharing the target's tokenizer (a name as for --model), or none; off by default until benchmarks show a win"),
 	}
 }
@@ -52,6 +55,13 @@ func (f runnerFlags) options(queue int) (engine.RunnerOptions, error) {
 	opt := engine.RunnerOptions{Options: engine.Options{Threads: *f.threads}, ContextTokens: *f.ctx, QueueLen: queue}
 	if f.backend != nil {
 		opt.Backend = *f.backend
+	}
+	if f.kv != nil {
+		kv, err := tensor.ParseKVType(*f.kv)
+		if err != nil {
+			return opt, fmt.Errorf("--kv: %w", err)
+		}
+		opt.KV = kv
 	}
 	if f.draft != nil {
 		switch *f.draft {

@@ -35,6 +35,12 @@ type Options struct {
 	// queues the next, even on a backend that could run ahead (Greedy);
 	// for measuring what running ahead gains.
 	Unpipelined bool
+	// KV is the element type of the attention caches: f32 (the default,
+	// exact), q8 (int8 with a scale per 32 elements of a head row: about
+	// 3.5 times the context in the same memory) or q4 (4-bit: about 6
+	// times, less exact); docs/design/kv-quant.md. Recurrent state stays
+	// float32.
+	KV tensor.KVType
 }
 
 // Model is a loaded checkpoint: weights resident on a backend, ready to
@@ -52,7 +58,8 @@ type Model struct {
 	audio      tower.Audio  // nil: no audio tower loaded
 	set        *weights.Set
 	chunk      int
-	sync       bool // Options.Unpipelined
+	sync       bool          // Options.Unpipelined
+	kv         tensor.KVType // Options.KV
 	pass       sync.Mutex
 }
 
@@ -82,6 +89,10 @@ func LoadCheckpoint(ck *checkpoint.Checkpoint, opt Options) (*Model, error) {
 	b, device, err := newBackend(opt)
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", dir, err)
+	}
+	if _, ok := b.(tensor.KVAllocator); opt.KV != tensor.KVF32 && !ok {
+		b.Close()
+		return nil, fmt.Errorf("load %s: the %s backend has no %v kv cache", dir, b.Name(), opt.KV)
 	}
 	// A backend that reads the weights in place (the CPU) streams them on
 	// every decode step: it gets them on huge pages (weights.OpenOptions).
@@ -126,7 +137,7 @@ func LoadCheckpoint(ck *checkpoint.Checkpoint, opt Options) (*Model, error) {
 	if chunk <= 0 {
 		chunk = 512
 	}
-	return &Model{Checkpoint: ck, Family: fam, backend: b, device: device, impl: impl, vision: vision, audio: audio, set: set, chunk: chunk, sync: opt.Unpipelined}, nil
+	return &Model{Checkpoint: ck, Family: fam, backend: b, device: device, impl: impl, vision: vision, audio: audio, set: set, chunk: chunk, sync: opt.Unpipelined, kv: opt.KV}, nil
 }
 
 // EmulatedNote ends the device name of a GPU backend whose adapter is a
@@ -154,6 +165,9 @@ func newBackend(opt Options) (tensor.Backend, string, error) {
 	}
 	return nil, "", fmt.Errorf("unknown backend %q (auto, gpu or cpu)", opt.Backend)
 }
+
+// KV is the element type of the model's attention caches (Options.KV).
+func (m *Model) KV() tensor.KVType { return m.kv }
 
 // Backend names the backend the model runs on ("cpu", or "gpu (NVIDIA H200)").
 func (m *Model) Backend() string {
@@ -203,7 +217,7 @@ func (m *Model) NewSequence(ctxTokens int) (*Sequence, error) {
 		chunk = max(chunk, m.audio.MaxTokens()) // a clip goes through whole too
 	}
 	m.pass.Lock()
-	caches, err := m.impl.NewCaches(m.backend, ctxTokens, chunk)
+	caches, err := m.impl.NewCaches(cache.WithType(m.backend, m.kv), ctxTokens, chunk)
 	m.pass.Unlock()
 	if err != nil {
 		return nil, err

@@ -113,6 +113,9 @@ type Info struct {
 	// Parallel is how many text requests decode together (batched); 0
 	// when one runs at a time.
 	Parallel int
+	// KVCache is the element type of the attention caches (Options.KV):
+	// "f32", "q8" or "q4".
+	KVCache string
 }
 
 // Open loads dir (config, weights, tokenizer, chat template) and starts the
@@ -221,7 +224,7 @@ func newRunner(dir string, m *Model, opt RunnerOptions) (*Runner, error) {
 		ID: id, Dir: dir, ModelType: c.ModelType, Family: m.Family.Name, Tier: string(m.Family.Tier),
 		Fidelity: m.Family.Fidelity, Capabilities: append([]string{}, caps.Names()...), Backend: m.Backend(),
 		ContextTokens: ctxTokens, Params: sum.ParamCount, WeightBytes: sum.Bytes, Quantization: m.Checkpoint.Quantization(),
-		AudioSeconds: m.AudioSeconds(),
+		AudioSeconds: m.AudioSeconds(), KVCache: m.KV().String(),
 	}
 	if _, ok := r.clips(); ok {
 		r.info.Capabilities = append(r.info.Capabilities, "video")

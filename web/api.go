@@ -56,6 +56,7 @@ type psModel struct {
 	Parameters    int64     `json:"parameters"`
 	WeightBytes   int64     `json:"weight_bytes"`
 	Quantization  string    `json:"quantization"`
+	KVCache       string    `json:"kv_cache"` // the KV cache's element type: f32, q8 or q4 (hearth serve --kv)
 	Active        int       `json:"active_requests"`
 	LoadedAt      time.Time `json:"loaded_at"`
 }
@@ -64,7 +65,7 @@ func psModelOf(st pool.Status) psModel {
 	m := psModel{Name: st.ID, Model: st.ID, Size: st.SizeBytes, Digest: registry.DirDigest(st.Dir), Details: detailsOf(st.ModelType, st.Params, st.Quantization),
 		ExpiresAt: st.ExpiresAt, ID: st.ID, ModelType: st.ModelType, Family: st.Family, Tier: st.Tier, Fidelity: st.Fidelity,
 		Capabilities: st.Capabilities, Backend: st.Backend, ContextLength: st.ContextTokens, Parameters: st.Params,
-		WeightBytes: st.WeightBytes, Quantization: st.Quantization, Active: st.Active, LoadedAt: st.LoadedAt}
+		WeightBytes: st.WeightBytes, Quantization: st.Quantization, KVCache: st.KVCache, Active: st.Active, LoadedAt: st.LoadedAt}
 	if st.Backend != "cpu" { // a GPU backend holds the model in its memory (unified on a Mac)
 		m.SizeVRAM = st.SizeBytes
 	}

@@ -50,6 +50,10 @@ type Options struct {
 	// Decode is the number of decoded tokens timed (default 128), from an
 	// empty context after one untimed token.
 	Decode int
+	// DecodeContext, when positive, is the prompt prefilled (untimed)
+	// before the timed decode, so decode runs at a long context (where a
+	// KV cache's type shows); 0 decodes from one token.
+	DecodeContext int
 	// Repeats is how many times each measurement runs; the report gives
 	// medians (default 3).
 	Repeats int
@@ -110,7 +114,7 @@ func Run(ctx context.Context, opt Options, w io.Writer) (*Report, error) {
 			return nil, fmt.Errorf("bench: prompt length %d is not positive", p)
 		}
 	}
-	rep := &Report{Date: time.Now().UTC().Format(time.RFC3339), Threads: opt.Engine.Threads, Decode: opt.Decode, Repeats: opt.Repeats}
+	rep := &Report{Date: time.Now().UTC().Format(time.RFC3339), Threads: opt.Engine.Threads, Decode: opt.Decode, DecodeContext: opt.DecodeContext, Repeats: opt.Repeats}
 	rep.init()
 	rep.Engine = opt.Engine
 	rep.Machine = describeMachine()
@@ -262,7 +266,7 @@ func (r *Report) measure(ctx context.Context, ck *checkpoint.Checkpoint, opt Opt
 	}
 	vocab := m.Checkpoint.Config.VocabSize
 	// Warm-up: every weight read once (pages in, caches and plans made).
-	if _, _, err := decode(ctx, m, vocab, 8); err != nil {
+	if _, _, err := decode(ctx, m, vocab, 8, 0); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
 	for _, p := range opt.Prompts {
@@ -290,7 +294,7 @@ func (r *Report) measure(ctx context.Context, ck *checkpoint.Checkpoint, opt Opt
 	}
 	for i := 0; i < opt.Repeats; i++ {
 		opt.logf("decode %d tokens (%d/%d)", opt.Decode, i+1, opt.Repeats)
-		d, host, err := decode(ctx, m, vocab, opt.Decode)
+		d, host, err := decode(ctx, m, vocab, opt.Decode, opt.DecodeContext)
 		if err != nil {
 			return fmt.Errorf("decode: %w", err)
 		}
@@ -367,13 +371,14 @@ func prefill(ctx context.Context, m *engine.Model, vocab, n int) (time.Duration,
 // engine's runner decodes greedily (engine/generate.go): Sequence.Greedy,
 // so the backend picks each step's token, the logits are not read back,
 // and a backend that queues work runs one step ahead of the reads.
-func decode(ctx context.Context, m *engine.Model, vocab, n int) (time.Duration, engine.HostTimes, error) {
-	seq, err := m.NewSequence(n + 1)
+func decode(ctx context.Context, m *engine.Model, vocab, n, held int) (time.Duration, engine.HostTimes, error) {
+	held = max(1, held)
+	seq, err := m.NewSequence(held + n)
 	if err != nil {
 		return 0, engine.HostTimes{}, err
 	}
 	defer seq.Close()
-	gr, err := seq.Greedy(ctx, prompt(1, vocab))
+	gr, err := seq.Greedy(ctx, prompt(held, vocab))
 	if err != nil {
 		return 0, engine.HostTimes{}, err
 	}

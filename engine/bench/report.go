@@ -49,7 +49,10 @@ type Report struct {
 	// DecodeFractionOfBound is the median over decode runs of each run's
 	// rate over the bound measured around it (Samples.DecodeFraction).
 	DecodeFractionOfBound float64 `json:"decode_fraction_of_bound"`
-	PeakRSSBytes          int64   `json:"peak_rss_bytes"`
+	// DecodeContext is the prompt held before the timed decode
+	// (Options.DecodeContext; 0: one token).
+	DecodeContext int   `json:"decode_context,omitempty"`
+	PeakRSSBytes  int64 `json:"peak_rss_bytes"`
 	// HostQueueUs and HostWaitUs split the host's time per decoded token
 	// when the backend runs a step ahead (engine.HostTimes): recording and
 	// queueing the next step, which overlaps the device while it is
@@ -153,6 +156,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if r.Kernels != "" {
 		backend += "/" + r.Kernels
 	}
+	if r.Engine.KV != tensor.KVF32 {
+		backend += ", kv cache " + r.Engine.KV.String()
+	}
 	fmt.Fprintf(w, "model      %s, %.2fB params, %.2f GB\n", name, float64(r.Params)/1e9, float64(r.WeightBytes)/1e9)
 	fmt.Fprintf(w, "machine    %s, %d cores, %s, load %.2f %.2f %.2f → %.2f %.2f %.2f\n", r.Machine.CPU, r.Machine.Cores, r.Machine.OS,
 		r.Machine.Load[0], r.Machine.Load[1], r.Machine.Load[2], r.Machine.LoadEnd[0], r.Machine.LoadEnd[1], r.Machine.LoadEnd[2])
@@ -178,7 +184,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(tw, "%d\t%.1f\t%.0f\t\n", k, r.PrefillTokS[s], r.TTFTMs[s])
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "decode     %.2f tok/s over %d tokens, %.0f%% of the bandwidth bound (each run against the bandwidth measured around it)\n", r.DecodeTokS, r.Decode, 100*r.DecodeFractionOfBound)
+	at := ""
+	if r.DecodeContext > 0 {
+		at = fmt.Sprintf(" after a %d-token prompt", r.DecodeContext)
+	}
+	fmt.Fprintf(w, "decode     %.2f tok/s over %d tokens%s, %.0f%% of the bandwidth bound (each run against the bandwidth measured around it)\n", r.DecodeTokS, r.Decode, at, 100*r.DecodeFractionOfBound)
 	if r.HostQueueUs > 0 {
 		fmt.Fprintf(w, "host       per token: %.0f µs recording and queueing the next step (overlaps the device), %.0f µs waiting for the token\n", r.HostQueueUs, r.HostWaitUs)
 	}

@@ -46,6 +46,62 @@ func (v View) Spec(s tensor.AttnSpec) tensor.AttnSpec {
 	return s
 }
 
+// typed is a backend whose KV caches hold elements of type t (WithType).
+type typed struct {
+	tensor.Backend
+	t tensor.KVType
+}
+
+// WithType is b as the cache constructors of this package see it when the
+// key and value buffers they make should hold elements of type t (a
+// quantized cache): a family's NewCaches passes it on unchanged, and any
+// other buffer (a recurrent state) is still a plain float32 Alloc.
+func WithType(b tensor.Backend, t tensor.KVType) tensor.Backend {
+	if tb, ok := b.(typed); ok {
+		b = tb.Backend
+	}
+	if t == tensor.KVF32 {
+		return b
+	}
+	return typed{Backend: b, t: t}
+}
+
+// TypeOf is the element type of the KV buffers made on b.
+func TypeOf(b tensor.Backend) tensor.KVType {
+	if tb, ok := b.(typed); ok {
+		return tb.t
+	}
+	return tensor.KVF32
+}
+
+// allocKV makes the key and value buffers [rows, kvHeads, headDim] of the
+// type b carries.
+func allocKV(b tensor.Backend, rows, kvHeads, headDim int) (k, v tensor.T, err error) {
+	shape := []int{rows, kvHeads, headDim}
+	alloc := b.Alloc
+	if t := TypeOf(b); t != tensor.KVF32 {
+		ka, ok := b.(typed).Backend.(tensor.KVAllocator)
+		if !ok {
+			return k, v, fmt.Errorf("the %s backend has no %v kv cache", b.Name(), t)
+		}
+		alloc = func(shape []int) (tensor.T, error) { return ka.AllocKV(shape, t) }
+	}
+	if k, err = alloc(shape); err != nil {
+		return k, v, err
+	}
+	if v, err = alloc(shape); err != nil {
+		b.Free(k)
+		return k, v, err
+	}
+	return k, v, nil
+}
+
+// kvBytes is the memory of a key and a value buffer of shape [rows, heads, headDim].
+func kvBytes(b tensor.Backend, buf tensor.T) int64 {
+	s := b.Shape(buf)
+	return 2 * int64(s[0]) * int64(s[1]) * TypeOf(b).RowBytes(s[2])
+}
+
 // KV is a plain cache: token p lives in row p, up to a fixed capacity.
 type KV struct {
 	b      tensor.Backend
@@ -54,15 +110,11 @@ type KV struct {
 	rows   int
 }
 
-// NewKV allocates a plain cache for capTokens tokens.
+// NewKV allocates a plain cache for capTokens tokens, of the element type
+// b carries (WithType).
 func NewKV(b tensor.Backend, capTokens, kvHeads, headDim int) (*KV, error) {
-	k, err := b.Alloc([]int{capTokens, kvHeads, headDim})
+	k, v, err := allocKV(b, capTokens, kvHeads, headDim)
 	if err != nil {
-		return nil, err
-	}
-	v, err := b.Alloc([]int{capTokens, kvHeads, headDim})
-	if err != nil {
-		b.Free(k)
 		return nil, err
 	}
 	return &KV{b: b, k: k, v: v, rows: capTokens}, nil
@@ -94,8 +146,8 @@ func (c *KV) Trim(n int) int {
 // CanTrim: any of the tokens held.
 func (c *KV) CanTrim(n int) bool { return n >= 0 && n <= c.length }
 
-// Bytes is the float32 memory of the keys and values.
-func (c *KV) Bytes() int64 { return 2 * 4 * int64(tensor.Elements(c.b.Shape(c.k))) }
+// Bytes is the memory of the keys and values.
+func (c *KV) Bytes() int64 { return kvBytes(c.b, c.k) }
 
 // Free releases the buffers.
 func (c *KV) Free() { c.b.Free(c.k); c.b.Free(c.v) }
@@ -112,19 +164,13 @@ type Rotating struct {
 	floor int
 }
 
-// NewRotating allocates a rotating cache.
+// NewRotating allocates a rotating cache, of the element type b carries.
 func NewRotating(b tensor.Backend, window, chunk, kvHeads, headDim int) (*Rotating, error) {
 	if window <= 0 || chunk <= 0 {
 		return nil, fmt.Errorf("rotating cache: window %d and chunk %d must be positive", window, chunk)
 	}
-	rows := window + chunk
-	k, err := b.Alloc([]int{rows, kvHeads, headDim})
+	k, v, err := allocKV(b, window+chunk, kvHeads, headDim)
 	if err != nil {
-		return nil, err
-	}
-	v, err := b.Alloc([]int{rows, kvHeads, headDim})
-	if err != nil {
-		b.Free(k)
 		return nil, err
 	}
 	return &Rotating{b: b, k: k, v: v, window: window, chunk: chunk}, nil
@@ -181,8 +227,8 @@ func (c *Rotating) trimmable() int {
 // CanTrim: as far as the window stays intact.
 func (c *Rotating) CanTrim(n int) bool { return n >= 0 && n <= c.trimmable() }
 
-// Bytes is the float32 memory of the ring's keys and values.
-func (c *Rotating) Bytes() int64 { return 2 * 4 * int64(tensor.Elements(c.b.Shape(c.k))) }
+// Bytes is the memory of the ring's keys and values.
+func (c *Rotating) Bytes() int64 { return kvBytes(c.b, c.k) }
 
 // Free releases the buffers.
 func (c *Rotating) Free() { c.b.Free(c.k); c.b.Free(c.v) }

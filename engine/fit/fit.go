@@ -13,6 +13,7 @@ import (
 	"fmt"
 
 	"hearth/engine/config"
+	"hearth/engine/tensor"
 )
 
 // LayerKind says how a layer's attention memory grows with the context.
@@ -133,6 +134,10 @@ type Options struct {
 	Sequences   int
 	KVBytes     int // bytes per cached key or value element; 0 means DefaultKVBytes
 	ChunkTokens int // prefill chunk; 0 means DefaultChunkTokens
+	// KV is the element type of the attention caches (engine.Options.KV).
+	// A quantized type sets the bytes of each head row, its scales
+	// included (tensor.KVType.RowBytes), in place of KVBytes.
+	KV tensor.KVType
 	// OverheadBytes is the process's resident memory before the load;
 	// 0 means DefaultOverheadBytes.
 	OverheadBytes int64
@@ -220,6 +225,9 @@ func seqKVBytes(s Shape, o Options) int64 {
 	var total int64
 	for _, l := range s.Layers {
 		perToken := 2 * int64(l.KVHeads) * int64(l.HeadDim) * int64(o.KVBytes)
+		if o.KV != tensor.KVF32 {
+			perToken = 2 * int64(l.KVHeads) * o.KV.RowBytes(l.HeadDim)
+		}
 		switch l.Kind {
 		case Full:
 			total += perToken * int64(o.ContextTokens)

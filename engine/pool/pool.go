@@ -319,7 +319,7 @@ func (p *Pool) contextTokens(m Model) int {
 // fitOptions estimates m at its context, with the bytes of the resident
 // models added to the process's overhead: they share one process.
 func (p *Pool) fitOptions(m Model, residentBytes int64) fit.Options {
-	return fit.Options{ContextTokens: p.contextTokens(m), Sequences: p.opt.Runner.Parallel, OverheadBytes: fit.DefaultOverheadBytes + residentBytes}
+	return fit.Options{ContextTokens: p.contextTokens(m), Sequences: p.opt.Runner.Parallel, KV: p.opt.Runner.KV, OverheadBytes: fit.DefaultOverheadBytes + residentBytes}
 }
 
 // need estimates the memory m holds once loaded, without the process

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"hearth/engine/fit"
+	"hearth/engine/tensor"
 )
 
 // Table writes the `hearth ls` table of recs: name, tier, size, params,
@@ -38,6 +39,12 @@ func Table(w io.Writer, recs []Record, judge func(Record) fit.Verdict) error {
 // (0 means 8192, the default a load uses), or at the model's own context
 // when that is shorter, against m.
 func FitAt(m fit.Memory, contextTokens int) func(Record) fit.Verdict {
+	return FitAtKV(m, contextTokens, tensor.KVF32)
+}
+
+// FitAtKV is FitAt with attention caches of element type kv (hearth ls
+// --kv): a quantized cache fits a longer context in the same memory.
+func FitAtKV(m fit.Memory, contextTokens int, kv tensor.KVType) func(Record) fit.Verdict {
 	return func(r Record) fit.Verdict {
 		ctx := contextTokens
 		if ctx <= 0 {
@@ -46,7 +53,7 @@ func FitAt(m fit.Memory, contextTokens int) func(Record) fit.Verdict {
 		if r.ContextTokens > 0 {
 			ctx = min(ctx, r.ContextTokens) // a load never asks for more
 		}
-		return fit.Check(r.Shape, fit.Options{ContextTokens: ctx}, m)
+		return fit.Check(r.Shape, fit.Options{ContextTokens: ctx, KV: kv}, m)
 	}
 }
 

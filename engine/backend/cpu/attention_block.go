@@ -15,6 +15,7 @@ import (
 type attnBlockTask struct {
 	b                   *Backend
 	q, k, v, out        []float32
+	kq, vq              *kvq // quantized keys and values (AllocKV), or nil
 	s                   *tensor.AttnSpec
 	nq, hq, hkv, d, grp int
 	block               int // queries per block
@@ -31,7 +32,7 @@ func (b *Backend) attentionBlocked(g *tensor.Graph, n *tensor.Node, out []float3
 	grp := hq / hkv
 	block := max(1, 8*b.k.mr/grp)
 	nq := n.Shape[0]
-	*t = attnBlockTask{b: b, q: b.f32(n.In[0]), k: b.f32(n.In[1]), v: b.f32(n.In[2]), out: out, s: n.Attn,
+	*t = attnBlockTask{b: b, q: b.f32(n.In[0]), k: b.f32(n.In[1]), v: b.f32(n.In[2]), kq: b.kvOf(n.In[1]), vq: b.kvOf(n.In[2]), out: out, s: n.Attn,
 		nq: nq, hq: hq, hkv: hkv, d: n.Shape[2], grp: grp, block: block, blocks: (nq + block - 1) / block}
 	items := hkv * t.blocks
 	b.pool.parallel(items, 1, t)
@@ -52,6 +53,10 @@ func (t *attnBlockTask) run(w, lo, hi int) {
 	ws := t.b.scratch.worker(w)
 	s, d := t.s, t.d
 	dpad := (d + nr - 1) / nr * nr
+	var kvrow []float32
+	if t.kq != nil || t.vq != nil {
+		kvrow = grow(&ws.kvrow, d)
+	}
 	for item := lo; item < hi; item++ {
 		kvh, qb := item/t.blocks, item%t.blocks
 		i0, i1 := qb*t.block, min((qb+1)*t.block, t.nq)
@@ -88,7 +93,12 @@ func (t *attnBlockTask) run(w, lo, hi int) {
 					continue
 				}
 				row := t.keyRow(kStart + p0 + j)
-				src := t.k[(row*t.hkv+kvh)*d : (row*t.hkv+kvh+1)*d]
+				var src []float32
+				if t.kq != nil {
+					src = t.kq.row(row*t.hkv+kvh, kvrow)
+				} else {
+					src = t.k[(row*t.hkv+kvh)*d : (row*t.hkv+kvh+1)*d]
+				}
 				for c, x := range src {
 					panel[c*nr+j] = x
 				}
@@ -127,6 +137,14 @@ func (t *attnBlockTask) run(w, lo, hi int) {
 				live[j] *= inv
 			}
 		}
+		// quantized values: dequantized once, not once per panel
+		var vblk []float32
+		if t.vq != nil {
+			vblk = grow(&ws.kvblk, L*d)
+			for l := 0; l < L; l++ {
+				t.vq.row(t.keyRow(kStart+l)*t.hkv+kvh, vblk[l*d:(l+1)*d])
+			}
+		}
 		// V in panels of nr columns: [panel][lpad][nr]
 		vp := grow(&ws.avp, dpad*lpad)
 		for c0 := 0; c0 < dpad; c0 += nr {
@@ -138,7 +156,12 @@ func (t *attnBlockTask) run(w, lo, hi int) {
 					continue
 				}
 				row := t.keyRow(kStart + l)
-				src := t.v[(row*t.hkv+kvh)*d : (row*t.hkv+kvh+1)*d]
+				var src []float32
+				if t.vq != nil {
+					src = vblk[l*d : (l+1)*d]
+				} else {
+					src = t.v[(row*t.hkv+kvh)*d : (row*t.hkv+kvh+1)*d]
+				}
 				n := copy(dst, src[min(c0, d):])
 				clear(dst[n:])
 			}

@@ -49,6 +49,7 @@ type buffer struct {
 	m       *mat           // the weight as the matmul kernels see it (2-D)
 	experts []*mat         // a stacked 3-D weight, one mat per expert
 	data    []float32      // Alloc'd buffer, or a widened vector weight
+	kv      *kvq           // a quantized KV buffer (AllocKV)
 	shape   []int
 	live    bool
 }

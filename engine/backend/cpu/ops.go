@@ -71,6 +71,10 @@ func (b *Backend) exec(g *tensor.Graph, i int) error {
 	case tensor.OpStore:
 		dst := b.f32(n.In[0])
 		src := b.f32(n.In[1])
+		if q := b.kvOf(n.In[0]); q != nil && src != nil {
+			q.store(src, n.I[0]*n.Shape[1])
+			return nil
+		}
 		if dst == nil || src == nil {
 			return fmt.Errorf("store needs a float buffer and a float source")
 		}

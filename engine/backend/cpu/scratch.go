@@ -23,6 +23,9 @@ type workerScratch struct {
 	i8tile      []uint32  // int8 GEMM: a weight tile's levels
 	i8sc, i8bi  []float32 // int8 GEMM: the tile's scales and biases per block
 	scores      []float32 // attention
+	kvrow       []float32 // attention: a quantized key or value row, dequantized
+	kvblk       []float32 // blocked attention: a block's quantized values, dequantized
+	kvstats     []float32 // attention over a quantized cache: per-head max and 1/sum
 	rope        []float32 // RoPE's cos and sin
 	aq, akt, as []float32 // blocked attention: Q, Kᵀ panels, scores
 	avp, ao     []float32 // blocked attention: V panels, output

@@ -39,6 +39,8 @@ type buffer struct {
 	kind   kind
 	alloc  bool // a persistent float32 buffer (KV cache), readable
 	blocks []block
+	kv     tensor.KVType // a quantized KV buffer (AllocKV): not float data
+	kvSoff uint32        // quantized: word offset of the scales
 }
 
 // block is rows [row0, row0+rows) of a buffer.

@@ -148,6 +148,9 @@ func (c *compiler) storeFolds() {
 			continue
 		}
 		dst := c.b.buf(nd.In[0])
+		if dst == nil || dst.kv != tensor.KVF32 {
+			continue // a quantized buffer is written by its own kernel
+		}
 		clash := false
 		for i := c.writerAt[r]; i < s && !clash; i++ {
 			for _, t := range c.g.Nodes[i].In {
@@ -244,6 +247,9 @@ func (c *compiler) f32(t tensor.T) (operand, error) {
 	buf := c.bufOf(t)
 	if buf == nil {
 		return operand{}, fmt.Errorf("operand %v is neither a node nor a live buffer", t)
+	}
+	if buf.kv != tensor.KVF32 {
+		return operand{}, fmt.Errorf("%v kv cache buffer used where float32 data is needed", buf.kv)
 	}
 	if buf.kind != f32Kind || len(buf.blocks) != 1 {
 		return operand{}, fmt.Errorf("weight %q (%v) used where float32 data is needed", buf.name, buf.kind)

@@ -335,6 +335,9 @@ func (c *compiler) store(i int) error {
 	g := c.g
 	nd := &g.Nodes[i]
 	dst := c.b.buf(nd.In[0])
+	if dst != nil && dst.kv != tensor.KVF32 {
+		return c.storeKV(i, dst)
+	}
 	if dst == nil || !dst.alloc {
 		return fmt.Errorf("store target %v is not an Alloc'd buffer", nd.In[0])
 	}
@@ -364,7 +367,19 @@ func (c *compiler) attention(i int) error {
 		return fmt.Errorf("head dimension %d is not a multiple of 4", d)
 	}
 	var ops []operand
-	for _, t := range nd.In {
+	var kvq *buffer // quantized keys and values (kvquant.go)
+	for j, t := range nd.In {
+		if o, buf, ok := c.kvOperand(t); ok && j > 0 {
+			if j == 2 && (kvq == nil || buf.kvSoff != kvq.kvSoff || buf.kv != kvq.kv) {
+				return fmt.Errorf("attention: keys and values of different cache types")
+			}
+			kvq = buf
+			ops = append(ops, o)
+			continue
+		}
+		if j == 2 && kvq != nil {
+			return fmt.Errorf("attention: keys and values of different cache types")
+		}
 		o, err := c.f32(t)
 		if err != nil {
 			return err
@@ -391,7 +406,12 @@ func (c *compiler) attention(i int) error {
 	// a split's record: m, l and the D sums, rounded up to 128 bytes
 	ps := (d + 2 + 31) / 32 * 32
 	spans := len(nd.Attn.Spans) > 0 && !nd.Attn.Bidirectional
-	data := map[string]any{"D": d, "TP": tp, "KG": 128 / tp, "DU4": (d/4 + tp - 1) / tp, "UK": c.b.attn.Keys, "SK": sk, "Split": split, "PS": ps, "MaxSplits": maxSplits, "Spans": spans}
+	data := map[string]any{"D": d, "TP": tp, "KG": 128 / tp, "DU4": (d/4 + tp - 1) / tp, "UK": c.b.attn.Keys, "SK": sk, "Split": split, "PS": ps, "MaxSplits": maxSplits, "Spans": spans,
+		"Q8": kvq != nil && kvq.kv == tensor.KVQ8, "Q4": kvq != nil && kvq.kv == tensor.KVQ4, "G": tensor.KVGroups(d), "GV": tensor.KVGroup / 4}
+	var kvSoff uint32
+	if kvq != nil {
+		kvSoff = kvq.kvSoff
+	}
 	if split {
 		// the records are a value of the kernel's own; the counts are the
 		// backend's, zero between dispatches
@@ -428,6 +448,7 @@ func (c *compiler) attention(i int) error {
 				p[7] = 1
 			}
 			p[8], p[9], p[10], p[11] = f32bits(a.Scale), f32bits(a.Softcap), uint32(splits(g)), off(g)
+			p[12] = kvSoff
 		},
 		grid: grid1(nq*hq*maxGrid, 1),
 	})

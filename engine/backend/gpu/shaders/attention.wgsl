@@ -16,13 +16,15 @@ struct Params {
 	nq: u32, hq: u32, hkv: u32, qpos: u32,
 	keylen: u32, window: u32, ring: u32, bidir: u32,
 	scale: f32, softcap: f32, splits: u32, off: u32,
-	pad0: u32, pad1: u32, pad2: u32, pad3: u32,
+	kvsoff: u32, pad1: u32, pad2: u32, pad3: u32,
 }
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(1) var<storage, read> Q: array<f32>;
-@group(0) @binding(2) var<storage, read> Kc: array<vec4<f32>>;
+{{if or .Q8 .Q4}}@group(0) @binding(2) var<storage, read> Kc: array<u32>;
+@group(0) @binding(3) var<storage, read> Vc: array<u32>;
+{{else}}@group(0) @binding(2) var<storage, read> Kc: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> Vc: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read_write> O: array<f32>;
+{{end}}@group(0) @binding(4) var<storage, read_write> O: array<f32>;
 {{if .Split}}@group(0) @binding(5) var<storage, read_write> Part: array<f32>;
 @group(0) @binding(6) var<storage, read_write> Cnt: array<atomic<u32>>;
 const PS: u32 = {{.PS}}u;
@@ -43,6 +45,45 @@ var<workgroup> vsum: array<vec4<f32>, {{mul 128 .DU4}}>;
 {{template "grid"}}
 {{template "math"}}
 
+{{if .Q8}}// q8 keys and values (kvquant.go): vec4 f of the codes, four int8 to
+// a word, times its group's scale (GV vec4s to a group) after the codes
+const GV: u32 = {{.GV}}u;
+const G: u32 = {{.G}}u;
+fn unq8(w: u32) -> vec4<f32> {
+	return vec4<f32>(vec4<i32>(bitcast<i32>(w << 24u) >> 24u, bitcast<i32>(w << 16u) >> 24u, bitcast<i32>(w << 8u) >> 24u, bitcast<i32>(w) >> 24u));
+}
+fn kld(f: u32) -> vec4<f32> {
+	return unq8(Kc[f]) * bitcast<f32>(Kc[P.kvsoff + (f / D4) * G + (f % D4) / GV]);
+}
+fn vld(f: u32) -> vec4<f32> {
+	return unq8(Vc[f]) * bitcast<f32>(Vc[P.kvsoff + (f / D4) * G + (f % D4) / GV]);
+}
+{{else if .Q4}}// q4 keys and values (kvquant.go): vec4 f is half a word of eight
+// 4-bit codes (the first element in the low bits) times its group's scale
+const GV: u32 = {{.GV}}u;
+const G: u32 = {{.G}}u;
+const DW: u32 = D / 8u;
+fn unq4(w: u32, c4: u32) -> vec4<f32> {
+	let h = w >> (16u * (c4 % 2u));
+	return vec4<f32>(vec4<i32>(bitcast<i32>(h << 28u) >> 28u, bitcast<i32>(h << 24u) >> 28u, bitcast<i32>(h << 20u) >> 28u, bitcast<i32>(h << 16u) >> 28u));
+}
+fn kld(f: u32) -> vec4<f32> {
+	let hr = f / D4;
+	let c4 = f % D4;
+	return unq4(Kc[hr * DW + c4 / 2u], c4) * bitcast<f32>(Kc[P.kvsoff + hr * G + c4 / GV]);
+}
+fn vld(f: u32) -> vec4<f32> {
+	let hr = f / D4;
+	let c4 = f % D4;
+	return unq4(Vc[hr * DW + c4 / 2u], c4) * bitcast<f32>(Vc[P.kvsoff + hr * G + c4 / GV]);
+}
+{{else}}fn kld(f: u32) -> vec4<f32> {
+	return Kc[f];
+}
+fn vld(f: u32) -> vec4<f32> {
+	return Vc[f];
+}
+{{end}}
 fn keyRow(p: u32) -> u32 {
 	if (P.ring > 0u) {
 		return p % P.ring;
@@ -130,7 +171,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 			let kb = (keyRow(p) * P.hkv + kvh) * D4;
 			var d4s = vec4<f32>(0.0);
 			for (var j = 0u; j < D4; j += {{.SK}}u) {
-{{range $k := seq .SK}}				let k{{$k}} = Kc[kb + j + {{$k}}u];
+{{range $k := seq .SK}}				let k{{$k}} = kld(kb + j + {{$k}}u);
 {{end}}{{range $k := seq .SK}}				d4s += qs[j + {{$k}}u] * k{{$k}};
 {{end}}			}
 			var d = (d4s.x + d4s.y) + (d4s.z + d4s.w);
@@ -157,7 +198,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 {{range $k := seq .UK}}			let r{{$k}} = (keyRow(t0 + tt + {{$k}}u * KG) * P.hkv + kvh) * D4 + d4;
 			let w{{$k}} = sc[tt + {{$k}}u * KG];
 {{end}}{{range $u := seq .DU4}}			if (d4 + {{mul $u $.TP}}u < D4) {
-{{range $k := seq $.UK}}				let v{{$k}} = Vc[r{{$k}} + {{mul $u $.TP}}u];
+{{range $k := seq $.UK}}				let v{{$k}} = vld(r{{$k}} + {{mul $u $.TP}}u);
 {{end}}{{range $k := seq $.UK}}				acc{{$u}} += w{{$k}} * v{{$k}};
 {{end}}			}
 {{end}}		}
@@ -165,7 +206,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 			let r0 = (keyRow(t0 + tt) * P.hkv + kvh) * D4 + d4;
 			let w0 = sc[tt];
 {{range $u := seq .DU4}}			if (d4 + {{mul $u $.TP}}u < D4) {
-				acc{{$u}} += w0 * Vc[r0 + {{mul $u $.TP}}u];
+				acc{{$u}} += w0 * vld(r0 + {{mul $u $.TP}}u);
 			}
 {{end}}		}
 		workgroupBarrier();
@@ -257,3 +298,64 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 }
 {{end}}{{end}}
 
+
+{{define "kvstore"}}
+// kvstore quantizes head rows of X into a quantized KV buffer
+// (kvquant.go), the rule of tensor.QuantizeQ8 (QuantizeQ4): one invocation
+// per group of a head row writes its codes, four (eight) to a word, and
+// its scale max|x|/127 (/7).
+struct Params {
+	count: u32, hr0: u32, soff: u32, pad0: u32,
+	pad1: u32, pad2: u32, pad3: u32, pad4: u32,
+}
+@group(0) @binding(0) var<uniform> P: Params;
+@group(0) @binding(1) var<storage, read> X: array<f32>;
+@group(0) @binding(2) var<storage, read_write> C: array<u32>;
+const D: u32 = {{.D}}u;
+const G: u32 = {{.G}}u;
+const GS: u32 = {{.Group}}u;
+{{template "grid"}}
+
+@compute @workgroup_size(64)
+fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+	let i = wgIndex(wid, nwg) * 64u + li;
+	if (i >= P.count) {
+		return;
+	}
+	let hr = i / G;
+	let gi = i % G;
+	let c0 = gi * GS;
+	let c1 = min(D, c0 + GS);
+	let xb = hr * D;
+	var amax = 0.0;
+	for (var c = c0; c < c1; c++) {
+		amax = max(amax, abs(X[xb + c]));
+	}
+	let d = amax / {{if .Q4}}7.0{{else}}127.0{{end}};
+	var inv = 0.0;
+	if (d > 0.0) {
+		inv = 1.0 / d;
+	}
+	let ohr = P.hr0 + hr;
+{{if .Q4}}	for (var c = c0; c < c1; c += 8u) {
+		var w = 0u;
+		for (var j = 0u; j < 8u; j++) {
+			let v = X[xb + c + j] * inv;
+			let q = i32(clamp(sign(v) * floor(abs(v) + 0.5), -7.0, 7.0));
+			w = w | ((bitcast<u32>(q) & 0xfu) << (4u * j));
+		}
+		C[ohr * (D / 8u) + c / 8u] = w;
+	}
+{{else}}	for (var c = c0; c < c1; c += 4u) {
+		var w = 0u;
+		for (var j = 0u; j < 4u; j++) {
+			// rounded half away from zero, as Go's math.Round
+			let v = X[xb + c + j] * inv;
+			let q = i32(clamp(sign(v) * floor(abs(v) + 0.5), -127.0, 127.0));
+			w = w | ((bitcast<u32>(q) & 0xffu) << (8u * j));
+		}
+		C[ohr * (D / 4u) + c / 4u] = w;
+	}
+{{end}}	C[P.soff + ohr * G + gi] = bitcast<u32>(d);
+}
+{{end}}
