@@ -43,6 +43,20 @@ func (b *Backend) attention(g *tensor.Graph, n *tensor.Node, out []float32) {
 // head of its group.
 type attnQuantTask attnTask
 
+// headRow is position p's row of key/value head kvh in a cache buffer:
+// data's own (float32), or q's dequantized into scratch (quantized).
+func (t *attnQuantTask) headRow(data []float32, q *kvq, p, kvh int, scratch []float32) []float32 {
+	row := p
+	if t.s.Ring > 0 {
+		row = p % t.s.Ring
+	}
+	if q != nil {
+		return q.row(row*t.hkv+kvh, scratch)
+	}
+	off := (row*t.hkv + kvh) * t.d
+	return data[off : off+t.d]
+}
+
 func (t *attnQuantTask) run(w, lo, hi int) {
 	s, d, hq, hkv := t.s, t.d, t.hq, t.hkv
 	kern := t.b.k
@@ -59,17 +73,7 @@ func (t *attnQuantTask) run(w, lo, hi int) {
 			stats[gh] = float32(math.Inf(-1))
 		}
 		for p := first; p <= last; p++ {
-			row := p
-			if s.Ring > 0 {
-				row = p % s.Ring
-			}
-			var kr []float32
-			if t.kq != nil {
-				kr = t.kq.row(row*hkv+kvh, kvrow)
-			} else {
-				off := (row*hkv + kvh) * d
-				kr = t.k[off : off+d]
-			}
+			kr := t.headRow(t.k, t.kq, p, kvh, kvrow)
 			for gh := 0; gh < group; gh++ {
 				h := kvh*group + gh
 				sc := kern.dot(t.q[(i*hq+h)*d:(i*hq+h+1)*d], kr) * s.Scale
@@ -86,17 +90,7 @@ func (t *attnQuantTask) run(w, lo, hi int) {
 			clear(t.out[(i*hq+h)*d : (i*hq+h+1)*d])
 		}
 		for p := first; p <= last; p++ {
-			row := p
-			if s.Ring > 0 {
-				row = p % s.Ring
-			}
-			var vr []float32
-			if t.vq != nil {
-				vr = t.vq.row(row*hkv+kvh, kvrow)
-			} else {
-				off := (row*hkv + kvh) * d
-				vr = t.v[off : off+d]
-			}
+			vr := t.headRow(t.v, t.vq, p, kvh, kvrow)
 			for gh := 0; gh < group; gh++ {
 				h := kvh*group + gh
 				kern.axpy(scores[gh*span+p-first]*stats[group+gh], vr, t.out[(i*hq+h)*d:(i*hq+h+1)*d])
