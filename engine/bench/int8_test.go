@@ -210,8 +210,10 @@ func isMoE(t *testing.T, dir string) bool {
 
 // int8Tolerance bounds the int8 path's logit error on the manifest models,
 // as a fraction of the largest logit (docs/design/cpu.md has the measured
-// values).
-const int8Tolerance = 0.1
+// values: up to 8.7% with an exact prefill, up to 10.6% where the 16-token
+// prompts run the avx512vnni int8 GEMM, which quantizes in blocks of 64).
+// A broken kernel's error is the size of the logits themselves.
+const int8Tolerance = 0.15
 
 // TestInt8Synthetic compares the int8 path with the exact path on a
 // synthetic model of a real shape, where every matmul takes the int8
