@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"hearth/engine/bench"
+	"hearth/engine/fit"
 )
 
 // bench measures prefill and decode speed, time to first token, peak
@@ -24,7 +25,7 @@ func (c *cli) bench(args []string) error {
 	case (*model == "") == (opt.Synthetic == ""):
 		return fmt.Errorf("bench: give exactly one of --model and --synthetic")
 	case *model != "":
-		m, err := c.resolveModel(*model)
+		m, err := c.resolveModel(*model, fit.Options{KV: opt.Engine.KV})
 		if err != nil {
 			return err
 		}

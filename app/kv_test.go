@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"hearth/engine/fit"
+	"hearth/engine/registry"
+	"hearth/engine/tensor"
 	"hearth/internal/testmodels"
 )
 
@@ -94,5 +97,35 @@ func TestKVFlagErrors(t *testing.T) {
 		if err := c.run(args); err == nil || !strings.Contains(err.Error(), "--kv") || !strings.Contains(err.Error(), "f32, q8 or q4") {
 			t.Errorf("%q = %v, want a --kv error naming f32, q8 and q4", args, err)
 		}
+	}
+}
+
+// TestAdmitCountsKV: the memory check before run, bench and serve load
+// their model judges the cache the flags ask for. A model whose 32K-token
+// f32 cache does not fit beside its weights is refused at f32 and admitted
+// at q4, and --parallel's sequences count too.
+func TestAdmitCountsKV(t *testing.T) {
+	const gb = 1 << 30
+	var layers []fit.Layer
+	for range 32 {
+		layers = append(layers, fit.Layer{Kind: fit.Full, KVHeads: 8, HeadDim: 128})
+	}
+	// f32: 2·32·8·128·4 = 256 KiB a token, 8 GiB at 32K; q4 about a
+	// sixth of that
+	rec := registry.Record{Dir: "/models/acme-8b", Shape: fit.Shape{WeightBytes: 4 * gb, Layers: layers, Hidden: 4096, QDim: 4096,
+		Intermediate: 14336, Vocab: 128256, MaxContextTokens: 131072}}
+	mem := fit.Memory{TotalBytes: 16 * gb, AvailableBytes: 10 * gb}
+	ctx := fit.Options{ContextTokens: 32768}
+	if _, err := admit(rec, ctx, mem); err == nil {
+		t.Fatal("admitted at f32: 4 GB of weights and 8 GB of cache in 10 GB")
+	}
+	q4 := ctx
+	q4.KV = tensor.KVQ4
+	if _, err := admit(rec, q4, mem); err != nil {
+		t.Fatalf("refused at q4: %v", err)
+	}
+	q4.Sequences = 8
+	if _, err := admit(rec, q4, mem); err == nil {
+		t.Fatal("admitted 8 sequences of a 32K q4 cache (about 11 GB) in 10 GB")
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"hearth/engine"
+	"hearth/engine/fit"
 	"hearth/internal/testmodels"
 )
 
@@ -167,7 +168,7 @@ func TestRunAnswersPrompt(t *testing.T) {
 
 func TestREPL(t *testing.T) {
 	c, out, _ := newCLI(t, "hi\n/clear\n\"\"\"\nfirst line\nsecond line\n\"\"\"\n/?\n/bye\nnever read\n", nil)
-	m, err := c.resolveModel(chatTinyDir)
+	m, err := c.resolveModel(chatTinyDir, fit.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,13 +36,19 @@ func (c *cli) registry() *registry.Registry {
 
 // resolveModel finds what the user named on the command line: a repo id
 // in the cache, a short name, or a checkpoint directory. It refuses a model
-// that cannot fit in memory before any weight is read.
-func (c *cli) resolveModel(name string) (pool.Model, error) {
+// that cannot fit in memory, at the context, KV cache type and sequences
+// fo asks for (a context of 0: the default a load uses), before any
+// weight is read.
+func (c *cli) resolveModel(name string, fo fit.Options) (pool.Model, error) {
 	rec, err := c.registry().Resolve(name)
 	if err != nil {
 		return pool.Model{}, err
 	}
-	return admit(rec, 0)
+	mem, err := fit.System()
+	if err != nil {
+		return modelOf(rec), nil // no reading of memory: the load itself will tell
+	}
+	return admit(rec, fo, mem)
 }
 
 // loadDraft loads the draft model --draft names, as --model is resolved
@@ -51,7 +57,7 @@ func (c *cli) resolveModel(name string) (pool.Model, error) {
 // with it through a sequence of its own where the tokenizers agree
 // (engine.RunnerOptions.DraftModel).
 func (c *cli) loadDraft(name string, opt engine.Options) (*engine.Model, error) {
-	m, err := c.resolveModel(name)
+	m, err := c.resolveModel(name, fit.Options{KV: opt.KV})
 	if err != nil {
 		return nil, err
 	}
@@ -83,15 +89,11 @@ func modelOf(rec registry.Record) pool.Model {
 // admit turns a record into a loadable model after the memory check (for
 // commands that load without the pool's admission: run, bench, and the
 // server's default model before its pool exists).
-func admit(rec registry.Record, ctxTokens int) (pool.Model, error) {
+func admit(rec registry.Record, fo fit.Options, mem fit.Memory) (pool.Model, error) {
 	m := modelOf(rec)
-	if mem, err := fit.System(); err == nil {
-		v := registry.FitAt(mem, ctxTokens)(rec)
-		if v.Status == fit.WontFit {
-			if _, err := fit.Admit(m.ID, rec.Shape, fit.Options{ContextTokens: v.ContextTokens}, mem); err != nil {
-				return pool.Model{}, err
-			}
-		}
+	fo.ContextTokens = registry.LoadContext(rec, fo.ContextTokens)
+	if _, err := fit.Admit(m.ID, rec.Shape, fo, mem); err != nil {
+		return pool.Model{}, err
 	}
 	return m, nil
 }

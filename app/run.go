@@ -80,7 +80,11 @@ func (c *cli) runModel(args []string) error {
 			return errors.New("run: no prompt (stdin was empty and no PROMPT was given)")
 		}
 	}
-	m, err := c.resolveModel(fs.Arg(0))
+	fo, err := rf.fit()
+	if err != nil {
+		return err
+	}
+	m, err := c.resolveModel(fs.Arg(0), fo)
 	if err != nil {
 		return err
 	}

@@ -51,18 +51,35 @@ func (c *cli) runnerFlags(fs interface {
 	}
 }
 
+// kvType is --kv's cache type (f32 where the command has no --kv).
+func (f runnerFlags) kvType() (tensor.KVType, error) {
+	if f.kv == nil {
+		return tensor.KVF32, nil
+	}
+	kv, err := tensor.ParseKVType(*f.kv)
+	if err != nil {
+		return kv, fmt.Errorf("--kv: %w", err)
+	}
+	return kv, nil
+}
+
+// fit is the memory check the flags ask for before a load: their context
+// and KV cache type.
+func (f runnerFlags) fit() (fit.Options, error) {
+	kv, err := f.kvType()
+	return fit.Options{ContextTokens: *f.ctx, KV: kv}, err
+}
+
 func (f runnerFlags) options(queue int) (engine.RunnerOptions, error) {
 	opt := engine.RunnerOptions{Options: engine.Options{Threads: *f.threads}, ContextTokens: *f.ctx, QueueLen: queue}
 	if f.backend != nil {
 		opt.Backend = *f.backend
 	}
-	if f.kv != nil {
-		kv, err := tensor.ParseKVType(*f.kv)
-		if err != nil {
-			return opt, fmt.Errorf("--kv: %w", err)
-		}
-		opt.KV = kv
+	kv, err := f.kvType()
+	if err != nil {
+		return opt, err
 	}
+	opt.KV = kv
 	if f.draft != nil {
 		switch *f.draft {
 		case "", "none":
@@ -183,7 +200,11 @@ func (c *cli) newPool(f *engineFlags) (*pool.Pool, pool.Model, error) {
 	}
 	var def pool.Model
 	if *f.model != "" {
-		def, err = c.resolveModel(*f.model)
+		var fo fit.Options
+		if fo, err = f.rf.fit(); err == nil {
+			fo.Sequences = *f.parallel
+			def, err = c.resolveModel(*f.model, fo)
+		}
 	} else {
 		def, err = c.defaultModel()
 	}

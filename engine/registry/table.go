@@ -46,15 +46,21 @@ func FitAt(m fit.Memory, contextTokens int) func(Record) fit.Verdict {
 // --kv): a quantized cache fits a longer context in the same memory.
 func FitAtKV(m fit.Memory, contextTokens int, kv tensor.KVType) func(Record) fit.Verdict {
 	return func(r Record) fit.Verdict {
-		ctx := contextTokens
-		if ctx <= 0 {
-			ctx = 8192
-		}
-		if r.ContextTokens > 0 {
-			ctx = min(ctx, r.ContextTokens) // a load never asks for more
-		}
-		return fit.Check(r.Shape, fit.Options{ContextTokens: ctx, KV: kv}, m)
+		return fit.Check(r.Shape, fit.Options{ContextTokens: LoadContext(r, contextTokens), KV: kv}, m)
 	}
+}
+
+// LoadContext is the context a load of r asks for when contextTokens are
+// requested (0: the default, 8192): never more than the model's own.
+func LoadContext(r Record, contextTokens int) int {
+	ctx := contextTokens
+	if ctx <= 0 {
+		ctx = 8192
+	}
+	if r.ContextTokens > 0 {
+		ctx = min(ctx, r.ContextTokens)
+	}
+	return ctx
 }
 
 func fitCell(r Record, judge func(Record) fit.Verdict) string {
