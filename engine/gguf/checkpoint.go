@@ -43,7 +43,7 @@ type conversion uint8
 const (
 	asStored conversion = iota // dense as stored (rows un-permuted when heads > 0)
 	toF32                      // decoded to F32: Gemma's shifted norms, 1-D quantized tensors
-	toAffine                   // repacked into MLX affine groups of 32 (Affine)
+	toAffine                   // repacked into MLX affine groups (Affine), a matrix or stacked experts
 )
 
 // placement is one GGUF tensor's way into the Set.
@@ -117,7 +117,7 @@ func (c *Checkpoint) planTensors(a arch, heads, kvHeads int) error {
 			p.how = asStored
 		case (dense || affine) && len(t.Dims) == 1:
 			p.how = toF32
-		case affine && len(t.Dims) == 2 && !p.shift:
+		case affine && (len(t.Dims) == 2 || len(t.Dims) == 3) && !p.shift: // 3-D: stacked experts
 			p.how = toAffine
 			c.Quant.PerPath[strings.TrimSuffix(name, ".weight")] = &q
 		default:
@@ -209,8 +209,8 @@ func place(s *weights.Set, p placement, fileName string) error {
 		in.DType = tensor.F32
 		return s.Place(in, out)
 	}
-	cols := p.shape[1]
-	w, err := Affine(p.src.Type, raw, rows, cols)
+	outer, cols := p.shape[:len(p.shape)-1], p.shape[len(p.shape)-1]
+	w, err := Affine(p.src.Type, raw, tensor.Elements(outer), cols)
 	if err != nil {
 		return err
 	}
@@ -222,9 +222,9 @@ func place(s *weights.Set, p placement, fileName string) error {
 		shape []int
 		data  []byte
 	}{
-		{p.name, tensor.U32, []int{rows, cols * w.Quant.Bits / 32}, w.Data},
-		{prefix + ".scales", w.ScaleDType, []int{rows, groups}, w.Scales},
-		{prefix + ".biases", w.ScaleDType, []int{rows, groups}, w.Biases},
+		{p.name, tensor.U32, append(slices.Clone(outer), cols*w.Quant.Bits/32), w.Data},
+		{prefix + ".scales", w.ScaleDType, append(slices.Clone(outer), groups), w.Scales},
+		{prefix + ".biases", w.ScaleDType, append(slices.Clone(outer), groups), w.Biases},
 	} {
 		pi := in
 		pi.Name, pi.DType, pi.Shape = part.name, part.dt, part.shape
@@ -273,16 +273,16 @@ func (c *Checkpoint) summary() *weights.Summary {
 		case toF32:
 			add(p, p.name, tensor.F32, p.shape)
 		case toAffine:
-			rows, cols := p.shape[0], p.shape[1]
+			outer, cols := p.shape[:len(p.shape)-1], p.shape[len(p.shape)-1]
 			q := affineQuant[p.src.Type]
 			dt := tensor.F32
 			if blocks[p.src.Type].elems == 32 {
 				dt = tensor.F16
 			}
 			prefix := strings.TrimSuffix(p.name, ".weight")
-			add(p, p.name, tensor.U32, []int{rows, cols * q.Bits / 32})
-			add(p, prefix+".scales", dt, []int{rows, cols / q.GroupSize})
-			add(p, prefix+".biases", dt, []int{rows, cols / q.GroupSize})
+			add(p, p.name, tensor.U32, append(slices.Clone(outer), cols*q.Bits/32))
+			add(p, prefix+".scales", dt, append(slices.Clone(outer), cols/q.GroupSize))
+			add(p, prefix+".biases", dt, append(slices.Clone(outer), cols/q.GroupSize))
 		}
 	}
 	slices.SortFunc(sum.Tensors, func(a, b weights.Info) int { return cmp.Compare(a.Name, b.Name) })

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand"
 	"os"
@@ -117,7 +118,25 @@ func compare(t *testing.T, what string, got, want [][]float32, gotIDs, wantIDs [
 // head size GGUF implies, nor gemma3-f32, whose full-attention layer 2 is
 // not on llama.cpp's fixed one-in-six pattern: TestGGUFGemmaSandwich
 // holds those two to their own safetensors under llama.cpp's reading.)
-var ggufModels = []string{"llama-f32", "qwen2-f32", "qwen3-f32", "gemma-f32", "phi3-f32"}
+var ggufModels = []string{"llama-f32", "qwen2-f32", "qwen3-f32", "gemma-f32", "phi3-f32",
+	"qwen2_moe-f32", "qwen3_moe-f32", "olmoe-f32", "olmo2-f32", "glm4-f32", "starcoder2-f32", "granite-f32"}
+
+// readAsLlamaCpp are the committed checkpoints whose GGUF file llama.cpp
+// reads otherwise than transformers reads their config.json (see
+// TestGGUFLlamaCppReading); they are held to copies whose config says
+// what llama.cpp reads.
+var readAsLlamaCpp = map[string]func(map[string]any){
+	// LlamaModel writes no sliding window for Mixtral, and llama.cpp's
+	// llama graph has none
+	"mixtral-f32": func(c map[string]any) { delete(c, "sliding_window") },
+	// llama.cpp skips rope on every fourth layer (n_no_rope_layer_step),
+	// which no key sets; this checkpoint's layer 1 is NoPE
+	"smollm3-f32": func(c map[string]any) { c["no_rope_layers"] = []int{1, 1, 1} },
+}
+
+// quantModels are the checkpoints TestGGUFQuantized converts: all whose
+// rows are whole blocks of 32 (every matrix's width is 64 or 128).
+var quantModels = append(slices.Clone(ggufModels), "mixtral-f32", "smollm3-f32")
 
 // TestGGUFF32 converts each checkpoint to an F32 GGUF file and holds its
 // logits to the same checkpoint loaded from safetensors, and to the
@@ -165,7 +184,7 @@ func TestGGUFQuantized(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range ggufModels {
+	for _, name := range quantModels {
 		for _, typ := range []gguf.GGMLType{gguf.Q8_0, gguf.Q4_0, gguf.Q4_1, gguf.Q5_0, gguf.Q5_1} {
 			t.Run(name+"/"+typ.String(), func(t *testing.T) {
 				e, _ := man.Find(name)
@@ -184,11 +203,45 @@ func TestGGUFQuantized(t *testing.T) {
 					t.Errorf("quantization label %q, want %q", l, strings.ToLower(typ.String()))
 				}
 				checkSummary(t, ck)
+				checkExperts(t, q, ck)
 				got, gotIDs := decode(t, path, g.PromptIDs, len(g.Logits))
 				want, wantIDs := decode(t, ref, g.PromptIDs, len(g.Logits))
 				worst := compare(t, "vs dequantized", got, want, gotIDs, wantIDs, 1e-4)
 				t.Logf("max |Δlogit| vs the dequantized weights %.3g", worst)
 			})
+		}
+	}
+}
+
+// checkExperts holds a quantized MoE file's stacked experts to their
+// repacked form: each ffn_*_exps tensor a 3-D quantized switch_mlp weight
+// [experts, out, in·bits/32] with its per-path quantization, and each
+// router (kept F32 by llama-quantize) dense.
+func checkExperts(t *testing.T, c converted, ck *checkpoint.Checkpoint) {
+	t.Helper()
+	for _, wt := range c.tensors {
+		blk, base, _ := strings.Cut(strings.TrimPrefix(wt.Name, "blk."), ".")
+		hf := map[string]string{"ffn_gate_exps.weight": "mlp.switch_mlp.gate_proj", "ffn_up_exps.weight": "mlp.switch_mlp.up_proj",
+			"ffn_down_exps.weight": "mlp.switch_mlp.down_proj", "ffn_gate_inp.weight": "mlp.gate"}[base]
+		if hf == "" {
+			continue
+		}
+		prefix := "model.layers." + blk + "." + hf
+		var got *weights.Info
+		for i := range ck.Weights.Tensors {
+			if ck.Weights.Tensors[i].Name == prefix+".weight" {
+				got = &ck.Weights.Tensors[i]
+			}
+		}
+		switch {
+		case got == nil:
+			t.Errorf("%s: no %s.weight in the checkpoint", wt.Name, prefix)
+		case base == "ffn_gate_inp.weight":
+			if got.DType != tensor.F32 || ck.Quant.For(prefix) != nil {
+				t.Errorf("router %s: %s, quantization %v; want F32 as stored", prefix, got.DType, ck.Quant.For(prefix))
+			}
+		case got.DType != tensor.U32 || len(got.Shape) != 3 || got.Shape[0] != int(wt.Dims[2]) || ck.Quant.For(prefix) == nil:
+			t.Errorf("experts %s: %s %v, quantization %v; want U32 [%d experts, …] quantized", prefix, got.DType, got.Shape, ck.Quant.For(prefix), wt.Dims[2])
 		}
 	}
 }
@@ -314,6 +367,35 @@ func TestGGUFErrors(t *testing.T) {
 		err := loadErr(t, base.with(u32("llama.attention.head_count", 64)))
 		wants(t, err, `"blk.0.attn_q.weight"`, "64 heads")
 	})
+	t.Run("more experts used than there are", func(t *testing.T) {
+		c := convert(t, "olmoe-f32", gguf.F32).with(u32("olmoe.expert_used_count", 9))
+		wants(t, loadErr(t, c), "olmoe.expert_used_count 9", "olmoe.expert_count 8")
+	})
+	t.Run("missing expert count", func(t *testing.T) {
+		c := convert(t, "qwen2_moe-f32", gguf.F32)
+		c.kv = slices.DeleteFunc(slices.Clone(c.kv), func(kv gguf.KV) bool { return kv.Key == "qwen2moe.expert_count" })
+		wants(t, loadErr(t, c), "qwen2moe.expert_count", "missing")
+	})
+	t.Run("missing expert tensor", func(t *testing.T) {
+		c := convert(t, "mixtral-f32", gguf.F32).editTensors(func(ts []gguf.WriteTensor) []gguf.WriteTensor {
+			return slices.DeleteFunc(ts, func(wt gguf.WriteTensor) bool { return wt.Name == "blk.1.ffn_up_exps.weight" })
+		})
+		wants(t, loadErr(t, c), "missing", "model.layers.1.mlp.switch_mlp.up_proj")
+	})
+	t.Run("missing LayerNorm epsilon", func(t *testing.T) {
+		c := convert(t, "starcoder2-f32", gguf.F32)
+		c.kv = slices.DeleteFunc(slices.Clone(c.kv), func(kv gguf.KV) bool { return kv.Key == "starcoder2.attention.layer_norm_epsilon" })
+		wants(t, loadErr(t, c), "starcoder2.attention.layer_norm_epsilon", "missing")
+	})
+	t.Run("missing logit scale", func(t *testing.T) {
+		c := convert(t, "granite-f32", gguf.F32)
+		c.kv = slices.DeleteFunc(slices.Clone(c.kv), func(kv gguf.KV) bool { return kv.Key == "granite.logit_scale" })
+		wants(t, loadErr(t, c), "granite.logit_scale", "missing")
+	})
+	t.Run("GLM-4V's M-RoPE", func(t *testing.T) {
+		sections := gguf.KV{Key: "glm4.rope.dimension_sections", Value: gguf.Value{Type: gguf.TypeArray, Elem: gguf.TypeInt32, V: []int64{2, 1, 1, 0}}}
+		wants(t, loadErr(t, convert(t, "glm4-f32", gguf.F32).with(sections)), "glm4.rope.dimension_sections", "M-RoPE")
+	})
 	t.Run("per-layer heads", func(t *testing.T) {
 		c := base.with(gguf.KV{Key: "llama.attention.head_count_kv", Value: gguf.Value{Type: gguf.TypeArray, Elem: gguf.TypeUint32, V: []uint64{2, 1}}})
 		wants(t, loadErr(t, c), "llama.attention.head_count_kv", "differs between layers")
@@ -378,6 +460,81 @@ func TestGGUFGemmaSandwich(t *testing.T) {
 			t.Errorf("sliding rope %+v, want base 10000", ck.Config.SlidingRope)
 		}
 	})
+}
+
+// TestGGUFLlamaCppReading holds the files of checkpoints that llama.cpp
+// reads otherwise than transformers (readAsLlamaCpp) bit for bit to their
+// safetensors under llama.cpp's reading: Mixtral (converted as "llama",
+// experts stacked, Q/K permuted) without the sliding window of 6 its
+// config.json has and its golden uses, and SmolLM3 with rope skipped on
+// every fourth layer, not on the layer 1 its config.json names.
+func TestGGUFLlamaCppReading(t *testing.T) {
+	man, err := testmodels.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(readAsLlamaCpp)) {
+		t.Run(name, func(t *testing.T) {
+			e, _ := man.Find(name)
+			g, err := e.Golden()
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := testmodels.Copy(t, name)
+			editConfig(t, dir, readAsLlamaCpp[name])
+			path := convert(t, name, gguf.F32).write(t, name+".gguf")
+			got, gotIDs := decode(t, path, g.PromptIDs, len(g.Logits))
+			want, wantIDs := decode(t, dir, g.PromptIDs, len(g.Logits))
+			if d := compare(t, "vs safetensors", got, want, gotIDs, wantIDs, 0); d != 0 {
+				t.Errorf("max |Δlogit| %.3g", d)
+			}
+			// the reading differs from the checkpoint's own: its golden
+			// must not match, or this test holds nothing
+			orig, _ := decode(t, e.Path(), g.PromptIDs, len(g.Logits))
+			if d := maxDiff(got, orig); d < 1e-3 {
+				t.Errorf("the GGUF file gives the checkpoint's own logits (max |Δ| %.3g): llama.cpp's reading should differ here", d)
+			}
+		})
+	}
+}
+
+// TestGGUFGraniteNoRope holds a Granite file whose
+// granite.rope.scaling.finetuned is false (llama.cpp's switch that turns
+// rope off on every layer) bit for bit to its checkpoint with
+// no_rope_layers all 0.
+func TestGGUFGraniteNoRope(t *testing.T) {
+	man, err := testmodels.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _ := man.Find("granite-f32")
+	g, err := e.Golden()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := testmodels.Copy(t, "granite-f32")
+	editConfig(t, dir, func(c map[string]any) { c["no_rope_layers"] = []int{0, 0} })
+	off := gguf.KV{Key: "granite.rope.scaling.finetuned", Value: gguf.Value{Type: gguf.TypeBool, V: false}}
+	path := convert(t, "granite-f32", gguf.F32).with(off).write(t, "granite.gguf")
+	got, gotIDs := decode(t, path, g.PromptIDs, len(g.Logits))
+	want, wantIDs := decode(t, dir, g.PromptIDs, len(g.Logits))
+	if d := compare(t, "vs safetensors without rope", got, want, gotIDs, wantIDs, 0); d != 0 {
+		t.Errorf("max |Δlogit| %.3g", d)
+	}
+	if d := maxDiff(got, g.Logits); d < 1e-3 {
+		t.Errorf("without rope the logits are the golden's (max |Δ| %.3g): the switch did nothing", d)
+	}
+}
+
+// maxDiff is the largest |a-b| over every step's logits.
+func maxDiff(a, b [][]float32) float64 {
+	worst := 0.0
+	for s := range a {
+		for i := range a[s] {
+			worst = max(worst, math.Abs(float64(a[s][i]-b[s][i])))
+		}
+	}
+	return worst
 }
 
 // editConfig rewrites dir/config.json through edit.

@@ -33,6 +33,23 @@ type arch struct {
 	layer map[string]string
 	// config adds the architecture's own keys to c.
 	config func(m *meta, c map[string]any) error
+	// moe: the feed-forward blocks are mixtures of experts.
+	moe *moeArch
+}
+
+// moeArch is how an architecture's {arch}.expert_* keys and stacked
+// expert tensors become transformers' config.
+type moeArch struct {
+	expertsKey string // config key of the expert count
+	interKey   string // config key of an expert's width; "": feed_forward_length
+	shared     bool   // Qwen2-MoE's shared expert (ffn_*_shexp, ffn_gate_inp_shexp)
+	// denseLayers: a layer without ffn_gate_inp has a dense MLP, listed in
+	// mlp_only_layers (transformers' Qwen MoE configs).
+	denseLayers bool
+	// normTopK is the norm_w llama.cpp's graph passes build_moe_ffn for
+	// the architecture (a constant there, not a key): whether the top-k
+	// router weights are renormalised to sum to 1.
+	normTopK bool
 }
 
 // llamaLayer is gguf-py's tensor_mapping for the pre-norm decoder.
@@ -58,6 +75,47 @@ var sandwichLayer = with(llamaLayer, map[string]string{
 	"post_ffw_norm":       "post_feedforward_layernorm",
 })
 
+// moeLayer adds the expert tensors llama.cpp's converters write
+// (Qwen2MoeModel, OlmoeModel and LlamaModel for Mixtral stack the experts
+// into one 3-D tensor each: MODEL_TENSOR.FFN_GATE_EXP, FFN_UP_EXP,
+// FFN_DOWN_EXP, [n_expert, n_ff, n_embd] outermost first). Hearth's MoE
+// families bind stacked experts as mlx-lm's switch_mlp, and the router as
+// "mlp.gate" (transformers 5 names Mixtral's block_sparse_moe "mlp" too).
+var moeLayer = with(llamaLayer, map[string]string{
+	"ffn_gate_inp":       "mlp.gate",
+	"ffn_gate_exps":      "mlp.switch_mlp.gate_proj",
+	"ffn_up_exps":        "mlp.switch_mlp.up_proj",
+	"ffn_down_exps":      "mlp.switch_mlp.down_proj",
+	"ffn_gate_shexp":     "mlp.shared_expert.gate_proj",
+	"ffn_up_shexp":       "mlp.shared_expert.up_proj",
+	"ffn_down_shexp":     "mlp.shared_expert.down_proj",
+	"ffn_gate_inp_shexp": "mlp.shared_expert_gate",
+})
+
+// olmo2Layer: OLMo 2 has no pre-norms; its post_attention_layernorm is
+// MODEL_TENSOR.ATTN_POST_NORM (OLMO2 lists no FFN_NORM in gguf-py).
+var olmo2Layer = with(llamaLayer, map[string]string{
+	"post_attention_norm": "post_attention_layernorm",
+	"post_ffw_norm":       "post_feedforward_layernorm",
+})
+
+// glm4Layer: GLM-4's post_self_attn_layernorm is ATTN_POST_NORM, its
+// post_attention_layernorm (before the MLP) FFN_NORM, post_mlp_layernorm
+// FFN_POST_NORM, and gate_up_proj (gate first) FFN_UP.
+var glm4Layer = with(llamaLayer, map[string]string{
+	"post_attention_norm": "post_self_attn_layernorm",
+	"ffn_norm":            "post_attention_layernorm",
+	"post_ffw_norm":       "post_mlp_layernorm",
+	"ffn_up":              "mlp.gate_up_proj",
+})
+
+// starcoder2Layer: StarCoder2's plain MLP is c_fc (FFN_UP) and c_proj
+// (FFN_DOWN); its LayerNorms carry .bias beside .weight.
+var starcoder2Layer = with(llamaLayer, map[string]string{
+	"ffn_up":   "mlp.c_fc",
+	"ffn_down": "mlp.c_proj",
+})
+
 func with(base, over map[string]string) map[string]string {
 	out := make(map[string]string, len(base)+len(over))
 	for k, v := range base {
@@ -81,7 +139,26 @@ var archs = map[string]arch{
 	"gemma2": {modelType: "gemma2", class: "Gemma2ForCausalLM", act: "gelu_pytorch_tanh", normShift: true, layer: sandwichLayer, config: gemma2Config},
 	"gemma3": {modelType: "gemma3_text", class: "Gemma3ForCausalLM", act: "gelu_pytorch_tanh", normShift: true, layer: sandwichLayer, config: gemma3Config},
 	"phi3":   {modelType: "phi3", class: "Phi3ForCausalLM", act: "silu", layer: phi3Layer, config: phi3Config},
+	// Qwen2MoeModel; Qwen3MoeModel is Qwen2MoeModel with another arch
+	"qwen2moe": {modelType: "qwen2_moe", class: "Qwen2MoeForCausalLM", act: "silu", layer: moeLayer,
+		moe: &moeArch{expertsKey: "num_experts", interKey: "moe_intermediate_size", shared: true, denseLayers: true}},
+	"qwen3moe": {modelType: "qwen3_moe", class: "Qwen3MoeForCausalLM", act: "silu", layer: moeLayer,
+		moe: &moeArch{expertsKey: "num_experts", interKey: "moe_intermediate_size", denseLayers: true, normTopK: true}},
+	"olmoe": {modelType: "olmoe", class: "OlmoeForCausalLM", act: "silu", layer: moeLayer, moe: &moeArch{expertsKey: "num_experts"}},
+	"olmo2": {modelType: "olmo2", class: "Olmo2ForCausalLM", act: "silu", layer: olmo2Layer},
+	"glm4":  {modelType: "glm4", class: "Glm4ForCausalLM", act: "silu", layer: glm4Layer, config: glm4Config},
+	"starcoder2": {modelType: "starcoder2", class: "Starcoder2ForCausalLM", act: "gelu_pytorch_tanh", layer: starcoder2Layer,
+		config: starcoder2Config},
+	// GraniteModel and SmolLM3Model are LlamaModel's subclasses: Q/K permuted
+	"granite": {modelType: "granite", class: "GraniteForCausalLM", act: "silu", permuteQK: true, layer: llamaLayer, config: graniteConfig},
+	"smollm3": {modelType: "smollm3", class: "SmolLM3ForCausalLM", act: "silu", permuteQK: true, layer: llamaLayer, config: smollm3Config},
 }
+
+// mixtral is how a "llama" file with {arch}.expert_count reads: LlamaModel
+// converts MixtralForCausalLM under arch "llama" (Q/K permuted, experts
+// stacked), and llama.cpp's llama graph renormalises the top-k weights.
+var mixtral = arch{modelType: "mixtral", class: "MixtralForCausalLM", act: "silu", permuteQK: true, layer: moeLayer,
+	config: llamaConfig, moe: &moeArch{expertsKey: "num_local_experts", normTopK: true}}
 
 // phi3Layer: Phi-3's fused projections are MODEL_TENSOR.ATTN_QKV and
 // FFN_UP (gate and up in one, gate first, as transformers keeps them).
@@ -120,6 +197,12 @@ func (m *meta) fail(format string, args ...any) {
 }
 
 func (m *meta) key(k string) string { return m.arch + "." + k }
+
+// has reports whether the file has the (full) key.
+func (m *meta) has(key string) bool {
+	_, ok := m.f.Get(key)
+	return ok
+}
 
 // uint reads {arch}.k as a positive integer; an array (a per-layer value)
 // is accepted when every layer has the same one. def < 0: required.
@@ -208,6 +291,9 @@ func (m *Model) hfConfig() (arch, []byte, error) {
 		return arch{}, nil, fmt.Errorf("%w: general.architecture %q (supported: %s)", ErrUnsupportedArch, name, strings.Join(Architectures(), ", "))
 	}
 	md := &meta{m: m, f: f, arch: name}
+	if name == "llama" && md.uint("expert_count", 0) > 0 {
+		a = mixtral
+	}
 	hidden := md.uint("embedding_length", -1)
 	heads := md.uint("attention.head_count", -1)
 	c := map[string]any{
@@ -252,6 +338,11 @@ func (m *Model) hfConfig() (arch, []byte, error) {
 	}
 	if a.config != nil {
 		if err := a.config(md, c); err != nil {
+			return a, nil, err
+		}
+	}
+	if a.moe != nil {
+		if err := a.moe.config(md, c); err != nil {
 			return a, nil, err
 		}
 	}
@@ -503,4 +594,94 @@ func slidingLayers(md *meta, c map[string]any, period int) error {
 	}
 	c["sliding_window"], c["layer_types"] = window, types
 	return nil
+}
+
+// config writes the experts' numbers as llama.cpp's load_hparams reads
+// them: expert_count and expert_used_count (TextModel writes both for every
+// architecture), an expert's width from expert_feed_forward_length (else
+// feed_forward_length / expert_used_count, llama.cpp's fallback), the
+// shared expert's from expert_shared_feed_forward_length (else
+// feed_forward_length).
+func (e *moeArch) config(md *meta, c map[string]any) error {
+	experts := md.uint("expert_count", -1)
+	used := md.uint("expert_used_count", -1)
+	if md.err != nil {
+		return md.err
+	}
+	if experts == 0 || used == 0 || used > experts {
+		return fmt.Errorf("%s %d and %s %d: want 1 ≤ experts used ≤ experts", md.key("expert_used_count"), used, md.key("expert_count"), experts)
+	}
+	ff := c["intermediate_size"].(int)
+	c[e.expertsKey], c["num_experts_per_tok"], c["norm_topk_prob"] = experts, used, e.normTopK
+	if e.interKey != "" {
+		c[e.interKey] = md.uint("expert_feed_forward_length", ff/used)
+	}
+	if e.shared {
+		c["shared_expert_intermediate_size"] = md.uint("expert_shared_feed_forward_length", ff)
+	}
+	if e.denseLayers {
+		dense := []int{}
+		for i := range c["num_hidden_layers"].(int) {
+			if _, ok := md.m.tensor(fmt.Sprintf("blk.%d.ffn_gate_inp.weight", i)); !ok {
+				dense = append(dense, i)
+			}
+		}
+		c["decoder_sparse_step"], c["mlp_only_layers"] = 1, dense
+	}
+	return md.err
+}
+
+// glm4Config: biases as Llama's. Glm4Model converts GLM-4V's text model
+// under "glm4" too, with M-RoPE sections and Q/K rows reordered for it
+// (normal_to_neox), which Hearth does not undo: such a file is refused.
+func glm4Config(md *meta, c map[string]any) error {
+	if key := md.key("rope.dimension_sections"); md.has(key) {
+		return fmt.Errorf("%s: M-RoPE (GLM-4V) is not read from GGUF", key)
+	}
+	return llamaConfig(md, c)
+}
+
+// starcoder2Config: LayerNorm's epsilon, which llama.cpp requires
+// ({arch}.attention.layer_norm_epsilon), and biases on every linear.
+func starcoder2Config(md *meta, c map[string]any) error {
+	if key := md.key("attention.layer_norm_epsilon"); !md.has(key) {
+		return fmt.Errorf("%s: missing", key)
+	}
+	c["norm_epsilon"], c["use_bias"] = md.float("attention.layer_norm_epsilon", 0), true
+	return nil
+}
+
+// graniteConfig: Granite's multipliers, as llama_model_granite's
+// load_arch_hparams reads them. GraniteModel writes each only when
+// config.json gives a non-zero one; llama.cpp requires logit_scale and
+// reads a missing other one as none: no scaling, and the attention scale
+// 1/√head_dim. rope.scaling.finetuned false (GraniteHybridModel's switch)
+// turns rope off on every layer.
+func graniteConfig(md *meta, c map[string]any) error {
+	if key := md.key("logit_scale"); !md.has(key) {
+		return fmt.Errorf("%s: missing", key)
+	}
+	c["logits_scaling"] = md.float("logit_scale", 1)
+	c["embedding_multiplier"] = md.float("embedding_scale", 1)
+	c["residual_multiplier"] = md.float("residual_scale", 1)
+	c["attention_multiplier"] = md.float("attention.scale", 1/math.Sqrt(float64(c["head_dim"].(int))))
+	if v, ok := md.f.Get(md.key("rope.scaling.finetuned")); ok && v.V == false {
+		c["no_rope_layers"] = make([]int, c["num_hidden_layers"].(int))
+	}
+	return llamaConfig(md, c)
+}
+
+// smollm3Config: llama.cpp's SmolLM3 graph skips rope on every fourth
+// layer (hparams.n_no_rope_layer_step, 4, which no GGUF key sets), whatever
+// config.json's no_rope_layers said (the converter writes none of it);
+// it is the list transformers derives from no_rope_layer_interval 4.
+func smollm3Config(md *meta, c map[string]any) error {
+	use := make([]int, c["num_hidden_layers"].(int))
+	for i := range use {
+		if (i+1)%4 != 0 {
+			use[i] = 1
+		}
+	}
+	c["no_rope_layers"], c["no_rope_layer_interval"] = use, 4
+	return llamaConfig(md, c)
 }

@@ -3,9 +3,12 @@ package gguf_test
 import (
 	"encoding/binary"
 	"encoding/json"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -37,7 +40,28 @@ var hfToGGUF = map[string]string{
 	"mlp.up_proj":              "ffn_up",
 	"mlp.down_proj":            "ffn_down",
 	"self_attn.qkv_proj":       "attn_qkv", // Phi-3
-	"mlp.gate_up_proj":         "ffn_up",   // Phi-3
+	"mlp.gate_up_proj":         "ffn_up",   // Phi-3, GLM-4
+	"mlp.c_fc":                 "ffn_up",   // StarCoder2
+	"mlp.c_proj":               "ffn_down", // StarCoder2
+	// MODEL_TENSOR.FFN_GATE_INP (the router) and Qwen2-MoE's shared expert
+	"mlp.gate":                    "ffn_gate_inp",
+	"block_sparse_moe.gate":       "ffn_gate_inp",
+	"mlp.shared_expert.gate_proj": "ffn_gate_shexp",
+	"mlp.shared_expert.up_proj":   "ffn_up_shexp",
+	"mlp.shared_expert.down_proj": "ffn_down_shexp",
+	"mlp.shared_expert_gate":      "ffn_gate_inp_shexp",
+}
+
+// archToGGUF overrides hfToGGUF where an architecture's MODEL_TENSORS
+// list changes which MODEL_TENSOR a name maps to.
+var archToGGUF = map[string]map[string]string{
+	"gemma2": sandwichToGGUF,
+	"gemma3": sandwichToGGUF,
+	// OLMO2 has ATTN_POST_NORM and FFN_POST_NORM, no FFN_NORM
+	"olmo2": {"post_attention_layernorm": "post_attention_norm", "post_feedforward_layernorm": "post_ffw_norm"},
+	// GLM4 has all three: post_attention_layernorm stays FFN_NORM (listed
+	// after ATTN_POST_NORM in tensor_mapping, so it wins)
+	"glm4": {"post_self_attn_layernorm": "post_attention_norm", "post_mlp_layernorm": "post_ffw_norm"},
 }
 
 // sandwichToGGUF overrides hfToGGUF for Gemma 2 and 3: their
@@ -56,6 +80,8 @@ func ggufName(t testing.TB, arch, name string) string {
 		return "token_embd.weight"
 	case "model.norm.weight":
 		return "output_norm.weight"
+	case "model.norm.bias":
+		return "output_norm.bias"
 	case "lm_head.weight":
 		return "output.weight"
 	}
@@ -67,10 +93,8 @@ func ggufName(t testing.TB, arch, name string) string {
 	dot := strings.LastIndex(rest, ".")
 	base, suffix := rest[:dot], rest[dot+1:]
 	to, ok := hfToGGUF[base]
-	if arch == "gemma2" || arch == "gemma3" {
-		if s, over := sandwichToGGUF[base]; over {
-			to, ok = s, true
-		}
+	if s, over := archToGGUF[arch][base]; over {
+		to, ok = s, true
 	}
 	if !ok {
 		t.Fatalf("no GGUF name for %q", name)
@@ -97,6 +121,46 @@ func permute(w []float32, rows, cols, nHead, nHeadKV int) []float32 {
 		}
 	}
 	return out
+}
+
+// expertName parses a per-expert tensor name: Qwen2MoeModel's and
+// OlmoeModel's model.layers.N.mlp.experts.X.{gate,up,down}_proj.weight and
+// LlamaModel's model.layers.N.block_sparse_moe.experts.X.w{1,2,3}.weight
+// (Mixtral). merged is the GGUF name of the stacked tensor the converter
+// writes ("blk.N.ffn_gate_exps.weight"); tensor_mapping maps w1, w2 and w3
+// to FFN_GATE_EXP, FFN_DOWN_EXP and FFN_UP_EXP.
+func expertName(name string) (merged string, expert int, ok bool) {
+	rest, ok := strings.CutPrefix(name, "model.layers.")
+	if !ok {
+		return "", 0, false
+	}
+	num, rest, _ := strings.Cut(rest, ".")
+	for _, prefix := range []string{"mlp.experts.", "block_sparse_moe.experts."} {
+		if r, found := strings.CutPrefix(rest, prefix); found {
+			x, w, _ := strings.Cut(r, ".")
+			e, err := strconv.Atoi(x)
+			to := map[string]string{"gate_proj.weight": "ffn_gate_exps", "up_proj.weight": "ffn_up_exps", "down_proj.weight": "ffn_down_exps",
+				"w1.weight": "ffn_gate_exps", "w2.weight": "ffn_down_exps", "w3.weight": "ffn_up_exps"}[w]
+			if err != nil || to == "" {
+				return "", 0, false
+			}
+			return "blk." + num + "." + to + ".weight", e, true
+		}
+	}
+	return "", 0, false
+}
+
+// quantizable is llama-quantize's choice (llama-quant.cpp): tensors of
+// two or more non-unit dimensions (ggml_n_dims ≥ 2), but not the expert
+// routers (ffn_gate_inp.weight), which stay F32.
+func quantizable(wt gguf.WriteTensor) bool {
+	nDims := 0
+	for i, d := range wt.Dims {
+		if d > 1 {
+			nDims = i + 1
+		}
+	}
+	return nDims >= 2 && !strings.HasSuffix(wt.Name, "ffn_gate_inp.weight")
 }
 
 // quantizeQ8_0 is ggml's quantize_row_q8_0_ref.
@@ -259,8 +323,12 @@ type converted struct {
 // llama-quantize would make: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1): the
 // hyperparameters of TextModel.set_gguf_parameters and the architecture's
 // own (LlamaModel, Qwen2Model, Qwen3Model, GemmaModel, Gemma2Model,
-// Gemma3Model), tensors renamed by tensor_mapping, Llama's Q/K rows
-// permuted (LlamaModel.modify_tensors), Gemma's norms stored plus one
+// Gemma3Model, Phi3MiniModel, Qwen2MoeModel, Qwen3MoeModel, OlmoeModel,
+// Olmo2Model, Glm4Model, StarCoder2Model, GraniteModel, SmolLM3Model),
+// tensors renamed by tensor_mapping, experts stacked into one 3-D tensor
+// per layer and projection (Qwen2MoeModel, OlmoeModel, LlamaModel for
+// Mixtral), Q/K rows permuted by LlamaModel and its subclasses
+// (LlamaModel.modify_tensors), Gemma's norms stored plus one
 // (GemmaModel.modify_tensors: data_torch + 1), Llama 3's rope scaling
 // as the rope_freqs tensor (LlamaModel.generate_extra_tensors), 1-D
 // tensors kept F32 and matrices quantized row by row. The token ids come
@@ -284,12 +352,15 @@ func convertDir(t testing.TB, dir string, typ gguf.GGMLType) converted {
 	if err != nil {
 		t.Fatal(err)
 	}
-	arch := map[string]string{"gemma3_text": "gemma3"}[c.ModelType]
+	var hp map[string]any // the hparams the converter reads by key
+	if err := json.Unmarshal(raw, &hp); err != nil {
+		t.Fatal(err)
+	}
+	// gguf-py's MODEL_ARCH_NAMES; Mistral and Mixtral are converted by
+	// LlamaModel
+	arch := map[string]string{"gemma3_text": "gemma3", "mistral": "llama", "mixtral": "llama", "qwen2_moe": "qwen2moe", "qwen3_moe": "qwen3moe"}[c.ModelType]
 	if arch == "" {
 		arch = c.ModelType
-	}
-	if arch == "mistral" {
-		arch = "llama" // MistralForCausalLM is converted by LlamaModel
 	}
 	a := arch + "."
 	kv := []gguf.KV{
@@ -304,11 +375,58 @@ func convertDir(t testing.TB, dir string, typ gguf.GGMLType) converted {
 		f32(a+"attention.layer_norm_rms_epsilon", c.RMSNormEps),
 		u32("general.file_type", map[gguf.GGMLType]int{gguf.F32: 0, gguf.Q8_0: 7, gguf.Q4_0: 2, gguf.Q4_1: 3, gguf.Q5_0: 8, gguf.Q5_1: 9}[typ]),
 	}
-	if arch != "phi3" { // TextModel writes them when config.json has head_dim; Phi3MiniModel does not
+	// TextModel writes them when config.json has head_dim; Phi3MiniModel
+	// does not, and GraniteModel drops head_dim first
+	if _, ok := hp["head_dim"]; ok && arch != "phi3" && arch != "granite" {
 		kv = append(kv, u32(a+"attention.key_length", c.HeadDim), u32(a+"attention.value_length", c.HeadDim))
 	}
-	if arch == "llama" {
-		kv = append(kv, u32(a+"vocab_size", c.VocabSize), u32(a+"rope.dimension_count", c.HeadDim))
+	llamaModel := arch == "llama" || arch == "granite" || arch == "smollm3" // LlamaModel and its subclasses
+	if llamaModel {
+		dim := c.HiddenSize / c.NumAttentionHeads
+		if _, ok := hp["head_dim"]; ok && arch != "granite" {
+			dim = c.HeadDim
+		}
+		kv = append(kv, u32(a+"vocab_size", c.VocabSize), u32(a+"rope.dimension_count", dim))
+	}
+	for _, k := range []string{"layer_norm_eps", "layer_norm_epsilon", "norm_epsilon"} { // TextModel: the first present
+		if v, ok := hp[k].(float64); ok {
+			kv = append(kv, f32(a+"attention.layer_norm_epsilon", v))
+			break
+		}
+	}
+	for _, k := range []string{"num_local_experts", "num_experts"} { // TextModel
+		if v, ok := hp[k].(float64); ok {
+			kv = append(kv, u32(a+"expert_count", int(v)))
+			break
+		}
+	}
+	if v, ok := hp["num_experts_per_tok"].(float64); ok {
+		kv = append(kv, u32(a+"expert_used_count", int(v)))
+	}
+	if arch == "qwen2moe" || arch == "qwen3moe" { // Qwen2MoeModel.set_gguf_parameters
+		if v, ok := hp["moe_intermediate_size"].(float64); ok {
+			kv = append(kv, u32(a+"expert_feed_forward_length", int(v)))
+		}
+		if v, ok := hp["shared_expert_intermediate_size"].(float64); ok {
+			kv = append(kv, u32(a+"expert_shared_feed_forward_length", int(v)))
+		}
+	}
+	if arch == "glm4" { // Glm4Model.set_gguf_parameters: the rotary part of the head
+		partial := 0.5
+		if p, ok := c.Rope.Params["partial_rotary_factor"]; ok {
+			if err := json.Unmarshal(p, &partial); err != nil {
+				t.Fatal(err)
+			}
+		}
+		kv = append(kv, u32(a+"rope.dimension_count", int(float64(c.HeadDim)*partial)))
+	}
+	if arch == "granite" { // GraniteModel.set_gguf_parameters, each when non-zero
+		for hk, gk := range map[string]string{"attention_multiplier": "attention.scale", "embedding_multiplier": "embedding_scale",
+			"residual_multiplier": "residual_scale", "logits_scaling": "logit_scale"} {
+			if v, ok := hp[hk].(float64); ok && v != 0 {
+				kv = append(kv, f32(a+gk, v))
+			}
+		}
 	}
 	if c.Rope.Type == "linear" {
 		// LlamaModel and Gemma3Model write linear scaling; llama.cpp reads
@@ -364,6 +482,8 @@ func convertDir(t testing.TB, dir string, typ gguf.GGMLType) converted {
 	if c.Rope.Type == "llama3" {
 		out.tensors = append(out.tensors, gguf.WriteTensor{Name: "rope_freqs.weight", Dims: []uint64{uint64(c.HeadDim / 2)}, Type: gguf.F32, Data: f32Bytes(llama3Factors(c))})
 	}
+	experts := map[string][][]float32{} // stacked name → per-expert values
+	expertShape := map[string][]int{}
 	for _, name := range set.Names() {
 		in, _ := set.Info(name)
 		if in.DType != tensor.F32 && in.DType != tensor.F16 && in.DType != tensor.BF16 {
@@ -376,40 +496,67 @@ func convertDir(t testing.TB, dir string, typ gguf.GGMLType) converted {
 		if len(in.Shape) == 2 {
 			cols = in.Shape[1]
 		}
-		if arch == "llama" {
+		if llamaModel { // LlamaModel.modify_tensors, undo_permute
 			switch {
-			case strings.HasSuffix(name, "q_proj.weight"):
+			case strings.HasSuffix(name, "q_proj.weight"), strings.HasSuffix(name, "q_proj.bias"):
 				w = permute(w, rows, cols, c.NumAttentionHeads, c.NumAttentionHeads)
-			case strings.HasSuffix(name, "k_proj.weight"):
+			case strings.HasSuffix(name, "k_proj.weight"), strings.HasSuffix(name, "k_proj.bias"):
 				w = permute(w, rows, cols, c.NumAttentionHeads, c.NumKeyValueHeads)
 			}
+		}
+		if merged, e, ok := expertName(name); ok { // merged into one 3-D tensor below
+			for len(experts[merged]) <= e {
+				experts[merged] = append(experts[merged], nil)
+			}
+			experts[merged][e], expertShape[merged] = w, in.Shape
+			continue
 		}
 		if strings.HasPrefix(arch, "gemma") && strings.HasSuffix(name, "norm.weight") {
 			for i := range w {
 				w[i] += 1
 			}
 		}
-		wt := gguf.WriteTensor{Name: ggufName(t, arch, name), Type: gguf.F32, Data: f32Bytes(w)}
-		for i := len(in.Shape) - 1; i >= 0; i-- {
-			wt.Dims = append(wt.Dims, uint64(in.Shape[i]))
-		}
-		if len(in.Shape) == 2 {
-			switch typ {
-			case gguf.Q8_0:
-				wt.Type, wt.Data = typ, quantizeQ8_0(w)
-			case gguf.Q4_0:
-				wt.Type, wt.Data = typ, quantizeQ4_0(w)
-			case gguf.Q4_1:
-				wt.Type, wt.Data = typ, quantizeQ4_1(w)
-			case gguf.Q5_0:
-				wt.Type, wt.Data = typ, quantizeQ5(w, false)
-			case gguf.Q5_1:
-				wt.Type, wt.Data = typ, quantizeQ5(w, true)
+		out.tensors = append(out.tensors, quantized(ggufName(t, arch, name), in.Shape, w, typ))
+	}
+	// torch.stack(datas, dim=0): [n_expert, out, in], experts in order
+	for _, merged := range slices.Sorted(maps.Keys(experts)) {
+		var w []float32
+		for e, x := range experts[merged] {
+			if x == nil {
+				t.Fatalf("%s: expert %d of %s missing", model, e, merged)
 			}
+			w = append(w, x...)
 		}
-		out.tensors = append(out.tensors, wt)
+		shape := append([]int{len(experts[merged])}, expertShape[merged]...)
+		out.tensors = append(out.tensors, quantized(merged, shape, w, typ))
 	}
 	return out
+}
+
+// quantized is the F32 tensor of the given transformers shape (GGUF dims
+// reversed), quantized to typ where llama-quantize would (quantizable),
+// row by row.
+func quantized(name string, shape []int, w []float32, typ gguf.GGMLType) gguf.WriteTensor {
+	wt := gguf.WriteTensor{Name: name, Type: gguf.F32, Data: f32Bytes(w)}
+	for i := len(shape) - 1; i >= 0; i-- {
+		wt.Dims = append(wt.Dims, uint64(shape[i]))
+	}
+	if !quantizable(wt) {
+		return wt
+	}
+	switch typ {
+	case gguf.Q8_0:
+		wt.Type, wt.Data = typ, quantizeQ8_0(w)
+	case gguf.Q4_0:
+		wt.Type, wt.Data = typ, quantizeQ4_0(w)
+	case gguf.Q4_1:
+		wt.Type, wt.Data = typ, quantizeQ4_1(w)
+	case gguf.Q5_0:
+		wt.Type, wt.Data = typ, quantizeQ5(w, false)
+	case gguf.Q5_1:
+		wt.Type, wt.Data = typ, quantizeQ5(w, true)
+	}
+	return wt
 }
 
 // llama3Factors is LlamaModel.generate_extra_tensors: one factor per

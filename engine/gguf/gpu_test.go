@@ -9,7 +9,8 @@ import (
 	"hearth/internal/testmodels"
 )
 
-// TestGGUFOnGPU: GGUF files run on the gpu backend (lavapipe in CI) as on
+// TestGGUFOnGPU: GGUF files (a mixture of experts among them, its stacked
+// expert tensors repacked) run on the gpu backend (lavapipe in CI) as on
 // the cpu: F32 files within the manifest's tolerance of transformers,
 // quantized ones (each repacked family of block: Q8_0, Q4_0, Q5_1) of
 // their own blocks decoded to F32, greedy ids exact.
@@ -20,7 +21,7 @@ func TestGGUFOnGPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"llama-f32", "qwen3-f32", "gemma-f32"} {
+	for _, name := range []string{"llama-f32", "qwen3-f32", "gemma-f32", "qwen2_moe-f32"} {
 		for _, typ := range []gguf.GGMLType{gguf.F32, gguf.Q8_0, gguf.Q4_0, gguf.Q5_1} {
 			t.Run(name+"/"+typ.String(), func(t *testing.T) {
 				e, _ := man.Find(name)

@@ -11,6 +11,7 @@ import (
 var globalNames = map[string]string{
 	"token_embd.weight":  "model.embed_tokens.weight",
 	"output_norm.weight": "model.norm.weight",
+	"output_norm.bias":   "model.norm.bias", // LayerNorm's (StarCoder2)
 	"output.weight":      "lm_head.weight",
 }
 
