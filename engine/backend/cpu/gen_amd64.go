@@ -132,6 +132,10 @@ func main() {
 		for _, bits := range []int{4, 8} {
 			for _, f16 := range []bool{false, true} {
 				g.quant(s, bits, f16)
+				g.quantRows(s, bits, f16, 2)
+				if s.name == "AVX512" {
+					g.quantRows(s, bits, f16, 4)
+				}
 			}
 		}
 		for _, dt := range []string{"F32", "BF16", "F16"} {
@@ -152,6 +156,9 @@ func main() {
 	for _, f16 := range []bool{false, true} {
 		for _, gs := range []int{32, 64, 128} {
 			g.quantWide(gs, f16)
+			for _, n := range []int{2, 4} {
+				g.quantWideRows(gs, f16, n)
+			}
 		}
 	}
 	for _, f16 := range []bool{false, true} {

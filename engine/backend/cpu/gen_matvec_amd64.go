@@ -589,3 +589,309 @@ VZEROUPPER
 RET`, name))
 	g.p("")
 }
+
+// quantWideRows writes quantWide for n input rows at once:
+//
+//	func q4W{gs}{Scale}AVX512x{n}(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, iters, xstride, sumstride, outstride int)
+//
+// Each block of weights is unpacked once and multiplied into every input
+// row (x, xsum and out rows are xstride, sumstride and outstride bytes
+// apart), which is what a batched decode step wants: one pass of
+// unpacking for several sequences. Per input row it does quantWide's
+// operations in quantWide's order, so each output is bit for bit the
+// one-row kernel's; only the registers differ. A group's sums are folded
+// into the row's totals as soon as its last block is in rather than at
+// the end of the iteration, which keeps two registers per row live
+// instead of two per group.
+//
+// Registers: totals Z0+j (even groups) and Z4+j (odd groups), group sums
+// Z8+j and Z12+j, bias sums Z16+j; weights Z24/Z25, scale Z26, biases
+// Z27, reduction Z28, nibble mask Z31. x rows: BX, BX+R14, CX, CX+R14.
+func (g *gen) quantWideRows(gs int, f16 bool, n int) {
+	sc := "BF16"
+	if f16 {
+		sc = "F16"
+	}
+	name := fmt.Sprintf("q4W%d%sAVX512x%d", gs, sc, n)
+	ng := 128 / gs
+	bpg := gs / 32
+	g.p("// func %s(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, iters, xstride, sumstride, outstride int)", name)
+	g.p("TEXT ·%s(SB), NOSPLIT, $0-96", name)
+	g.ins(`
+MOVQ w+0(FP), SI
+MOVQ scales+8(FP), R8
+MOVQ biases+16(FP), R9
+MOVQ x+24(FP), R10
+MOVQ out+40(FP), DI
+MOVQ rows+48(FP), R13
+MOVQ xstride+72(FP), R14
+MOVQ sumstride+80(FP), R12
+VPBROADCASTD nibble<>(SB), Z31`)
+	g.p("%s_row:", name)
+	for j := 0; j < n; j++ {
+		g.ins(fmt.Sprintf("VPXORD Z%[1]d, Z%[1]d, Z%[1]d\nVPXORD Z%[2]d, Z%[2]d, Z%[2]d\nVPXORD Z%[3]d, Z%[3]d, Z%[3]d", j, 4+j, 16+j))
+	}
+	g.ins(`
+MOVQ R10, BX
+LEAQ (R10)(R14*2), CX
+MOVQ iters+64(FP), DX`)
+	g.p("%s_loop:", name)
+	g.ins(prefetch("SI"))
+	for b := 0; b < 4; b++ {
+		gi := b / bpg
+		op := "VFMADD231PS"
+		if b%bpg == 0 {
+			op = "VMULPS"
+		}
+		g.ins(fmt.Sprintf(`
+VPMOVZXBD %d(SI), Z24
+VPSRLD $4, Z24, Z25
+VPANDD Z31, Z24, Z24
+VCVTDQ2PS Z24, Z24
+VCVTDQ2PS Z25, Z25`, 16*b))
+		for j := 0; j < n; j++ {
+			g.ins(fmt.Sprintf("%s %s, Z24, Z%d\n%s %s, Z25, Z%d",
+				op, rowAt(j, 128*b, "BX", "CX", "R14"), 8+j, op, rowAt(j, 128*b+64, "BX", "CX", "R14"), 12+j))
+		}
+		if (b+1)%bpg != 0 {
+			continue
+		}
+		// the group is in: fold it into the totals, as quantWide does
+		if f16 {
+			g.ins(fmt.Sprintf("VPBROADCASTW %d(R8), Y26\nVCVTPH2PS Y26, Z26", 2*gi))
+		} else {
+			g.ins(fmt.Sprintf("VPBROADCASTW %d(R8), Z26\nVPSLLD $16, Z26, Z26", 2*gi))
+		}
+		for j := 0; j < n; j++ {
+			acc := j
+			if gi%2 == 1 {
+				acc = 4 + j
+			}
+			g.ins(fmt.Sprintf("VADDPS Z%[2]d, Z%[1]d, Z%[1]d\nVFMADD231PS Z26, Z%[1]d, Z%[3]d", 8+j, 12+j, acc))
+		}
+	}
+	g.ins(fmt.Sprintf(`
+ADDQ $64, SI
+ADDQ $512, BX
+ADDQ $512, CX
+ADDQ $%d, R8
+DECQ DX
+JNZ %s_loop`, 2*ng, name))
+	// bias term: 16 groups per step, then one at a time; xsum rows R11,
+	// R11+R12, BX, BX+R12
+	g.ins(`
+MOVQ xsum+32(FP), R11
+LEAQ (R11)(R12*2), BX
+MOVQ groups+56(FP), AX`)
+	g.p("%s_bias:", name)
+	g.ins(fmt.Sprintf("CMPQ AX, $16\nJLT %s_tail", name))
+	if f16 {
+		g.ins("VCVTPH2PS (R9), Z27")
+	} else {
+		g.ins("VPMOVZXWD (R9), Z27\nVPSLLD $16, Z27, Z27")
+	}
+	for j := 0; j < n; j++ {
+		g.ins(fmt.Sprintf("VFMADD231PS %s, Z27, Z%d", rowAt(j, 0, "R11", "BX", "R12"), 16+j))
+	}
+	g.ins(fmt.Sprintf(`
+ADDQ $32, R9
+ADDQ $64, R11
+ADDQ $64, BX
+SUBQ $16, AX
+JMP %s_bias`, name))
+	g.p("%s_tail:", name)
+	for j := 0; j < n; j++ {
+		g.ins(fmt.Sprintf("VADDPS Z%[2]d, Z%[1]d, Z%[1]d\nVADDPS Z%[3]d, Z%[1]d, Z%[1]d", j, 4+j, 16+j))
+		g.reduce(avx512, j, 9) // the group sums are dead here
+	}
+	g.p("%s_one:", name)
+	g.ins(fmt.Sprintf("TESTQ AX, AX\nJZ %s_done", name))
+	g.ins(loadScalar("(R9)", "X8", f16))
+	for j := 0; j < n; j++ {
+		g.ins(fmt.Sprintf("VFMADD231SS %s, X8, X%d", rowAt(j, 0, "R11", "BX", "R12"), j))
+	}
+	g.ins(fmt.Sprintf(`
+ADDQ $2, R9
+ADDQ $4, R11
+ADDQ $4, BX
+DECQ AX
+JMP %s_one`, name))
+	g.p("%s_done:", name)
+	g.ins("MOVQ outstride+88(FP), DX\nLEAQ (DI)(DX*2), CX")
+	for j := 0; j < n; j++ {
+		g.ins(fmt.Sprintf("VMOVSS X%d, %s", j, rowAt(j, 0, "DI", "CX", "DX")))
+	}
+	g.ins(fmt.Sprintf(`
+ADDQ $4, DI
+DECQ R13
+JNZ %s_row
+VZEROUPPER
+RET`, name))
+	g.p("")
+}
+
+// quantRows writes quant for n input rows at once:
+//
+//	func q{bits}{Scale}{ISA}x{n}(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, blocks, xstride, sumstride, outstride int)
+//
+// as quantWideRows does for quantWide: each block of weights unpacked
+// once for every input row (rows xstride, sumstride and outstride bytes
+// apart), each row's sums formed in quant's order so that its output is
+// bit for bit quant's. The bias term, an accumulator of its own in quant,
+// is summed after the row's weights, in the same group order. The weight
+// row count lives in its argument slot, to leave a register for the
+// second pair of x rows.
+//
+// Registers: totals 0..n-1, group sums n+2j and n+2j+1 (bias sums reuse
+// n+2j once the weights are done), weights from 4n (the first also takes
+// the scale, the second the bias), nibble mask 15 (Z31 on AVX-512). x
+// rows: BX, BX+R14, R13, R13+R14.
+func (g *gen) quantRows(s isa, bits int, f16 bool, n int) {
+	sc := "BF16"
+	if f16 {
+		sc = "F16"
+	}
+	name := fmt.Sprintf("q%d%s%sx%d", bits, sc, s.name, n)
+	z := s.r
+	tot := func(j int) int { return j }
+	acc := func(j, half int) int { return n + 2*j + half }
+	w0 := 4 * n
+	mask := s.r(15)
+	if s.name == "AVX512" {
+		mask = "Z31"
+	}
+	g.p("// func %s(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, blocks, xstride, sumstride, outstride int)", name)
+	g.p("TEXT ·%s(SB), NOSPLIT, $0-96", name)
+	g.ins(`
+MOVQ w+0(FP), SI
+MOVQ scales+8(FP), R8
+MOVQ biases+16(FP), R9
+MOVQ x+24(FP), R10
+MOVQ out+40(FP), DI
+MOVQ groups+56(FP), R12
+MOVQ xstride+72(FP), R14`)
+	g.ins(fmt.Sprintf("VPBROADCASTD nibble<>(SB), %s", mask))
+	g.p("%s_row:", name)
+	for j := 0; j < n; j++ {
+		g.ins(fmt.Sprintf("%[1]s %[2]s, %[2]s, %[2]s", s.zero, z(tot(j))))
+	}
+	g.ins(`
+MOVQ R10, BX
+LEAQ (R10)(R14*2), R13
+XORQ AX, AX`)
+	g.p("%s_group:", name)
+	g.ins(prefetch("SI"))
+	for j := 0; j < n; j++ {
+		g.ins(fmt.Sprintf("%[1]s %[2]s, %[2]s, %[2]s\n%[1]s %[3]s, %[3]s, %[3]s", s.zero, z(acc(j, 0)), z(acc(j, 1))))
+	}
+	g.ins("MOVQ blocks+64(FP), DX")
+	g.p("%s_block:", name)
+	// one block of 32 weights: unpack, then quant's multiply-adds (x
+	// offset, weight register, which of the two group sums) for each row
+	type fma struct{ off, w, half int }
+	var fmas []fma
+	vb := s.lanes * 4
+	switch {
+	case bits == 4 && s.name == "AVX512":
+		g.ins(fmt.Sprintf(`
+VPMOVZXBD (SI), %[1]s
+VPSRLD $4, %[1]s, %[2]s
+VPANDD %[3]s, %[1]s, %[1]s
+VCVTDQ2PS %[1]s, %[1]s
+VCVTDQ2PS %[2]s, %[2]s
+ADDQ $16, SI`, z(w0), z(w0+1), mask))
+		fmas = []fma{{0, w0, 0}, {64, w0 + 1, 1}}
+	case bits == 4:
+		g.ins(fmt.Sprintf(`
+VPMOVZXBD (SI), %[1]s
+VPMOVZXBD 8(SI), %[3]s
+VPSRLD $4, %[1]s, %[2]s
+VPSRLD $4, %[3]s, %[4]s
+VPAND %[5]s, %[1]s, %[1]s
+VPAND %[5]s, %[3]s, %[3]s
+VCVTDQ2PS %[1]s, %[1]s
+VCVTDQ2PS %[2]s, %[2]s
+VCVTDQ2PS %[3]s, %[3]s
+VCVTDQ2PS %[4]s, %[4]s
+ADDQ $16, SI`, z(w0), z(w0+1), z(w0+2), z(w0+3), mask))
+		fmas = []fma{{0, w0, 0}, {32, w0 + 1, 1}, {64, w0 + 2, 0}, {96, w0 + 3, 1}}
+	default: // 8-bit: 32 bytes, 32 elements, in order
+		per := s.lanes
+		for i := 0; i < 32/per; i++ {
+			r := z(w0 + i)
+			g.ins(fmt.Sprintf("VPMOVZXBD %d(SI), %s\nVCVTDQ2PS %s, %s", i*per, r, r, r))
+			fmas = append(fmas, fma{i * vb, w0 + i, i % 2})
+		}
+		g.ins("ADDQ $32, SI")
+	}
+	for j := 0; j < n; j++ {
+		for _, f := range fmas {
+			g.ins(fmt.Sprintf("VFMADD231PS %s, %s, %s", rowAt(j, f.off, "BX", "R13", "R14"), z(f.w), z(acc(j, f.half))))
+		}
+	}
+	g.ins(fmt.Sprintf(`
+ADDQ $128, BX
+ADDQ $128, R13
+DECQ DX
+JNZ %s_block`, name))
+	// end of group: total += (sum0+sum1)·scale
+	g.ins(loadScalar("(R8)", fmt.Sprintf("X%d", w0), f16))
+	g.ins(fmt.Sprintf("VBROADCASTSS X%d, %s", w0, z(w0)))
+	for j := 0; j < n; j++ {
+		g.ins(fmt.Sprintf("VADDPS %[2]s, %[1]s, %[1]s\nVFMADD231PS %[3]s, %[1]s, %[4]s", z(acc(j, 0)), z(acc(j, 1)), z(w0), z(tot(j))))
+	}
+	g.ins(fmt.Sprintf(`
+ADDQ $2, R8
+INCQ AX
+CMPQ AX, R12
+JLT %s_group`, name))
+	// bias term: bias·xsum[g] in group order; xsum rows R11, R11+DX, BX,
+	// BX+DX
+	g.ins(`
+MOVQ xsum+32(FP), R11
+MOVQ sumstride+80(FP), DX
+LEAQ (R11)(DX*2), BX
+MOVQ R12, AX`)
+	for j := 0; j < n; j++ {
+		g.ins(fmt.Sprintf("VXORPS X%[1]d, X%[1]d, X%[1]d", acc(j, 0)))
+	}
+	g.p("%s_bias:", name)
+	g.ins(loadScalar("(R9)", fmt.Sprintf("X%d", w0+1), f16))
+	for j := 0; j < n; j++ {
+		g.ins(fmt.Sprintf("VFMADD231SS %s, X%d, X%d", rowAt(j, 0, "R11", "BX", "DX"), w0+1, acc(j, 0)))
+	}
+	g.ins(fmt.Sprintf(`
+ADDQ $2, R9
+ADDQ $4, R11
+ADDQ $4, BX
+DECQ AX
+JNZ %s_bias`, name))
+	for j := 0; j < n; j++ {
+		g.reduce(s, tot(j), acc(j, 1)) // a low register: VEX reaches only 16
+		g.ins(fmt.Sprintf("VADDSS X%[2]d, X%[1]d, X%[1]d", tot(j), acc(j, 0)))
+	}
+	g.ins("MOVQ outstride+88(FP), DX\nLEAQ (DI)(DX*2), CX")
+	for j := 0; j < n; j++ {
+		g.ins(fmt.Sprintf("VMOVSS X%d, %s", tot(j), rowAt(j, 0, "DI", "CX", "DX")))
+	}
+	g.ins(fmt.Sprintf(`
+ADDQ $4, DI
+DECQ rows+48(FP)
+JNZ %s_row
+VZEROUPPER
+RET`, name))
+	g.p("")
+}
+
+// rowAt is input row j's operand at byte offset off, rows 0 and 1 from
+// base b0, rows 2 and 3 from b2, odd rows stride further on.
+func rowAt(j, off int, b0, b2, stride string) string {
+	base := b0
+	if j >= 2 {
+		base = b2
+	}
+	if j%2 == 1 {
+		return fmt.Sprintf("%d(%s)(%s*1)", off, base, stride)
+	}
+	return fmt.Sprintf("%d(%s)", off, base)
+}

@@ -19,6 +19,12 @@ type kernels struct {
 	// loop. They take bf16 or f16 scales; f32 scales use the generic loop.
 	q4 func(a qargs)
 	q8 func(a qargs)
+	// qrows is q4 (bits 4) or q8 (bits 8) for a.inputs input rows at
+	// once (each weight block unpacked once for all of them), bit for bit
+	// what q4 or q8 gives one row at a time; it reports false, having done
+	// nothing, where the set has no such kernel for a's shape or input
+	// count. nil: none at all.
+	qrows func(a qargs, bits int) bool
 	// perm is the block the q4 kernel wants x permuted in: within each
 	// block of perm elements, the even-indexed elements come first, then
 	// the odd ones (the order of low and high nibbles after a byte-to-lane
@@ -78,6 +84,10 @@ type qargs struct {
 	out            []float32
 	rows, groups   int
 	group          int
+	// inputs (qrows only) is how many input rows x holds, xstride and
+	// ostride elements apart in x and out (and groups apart in xsum).
+	inputs           int
+	xstride, ostride int
 }
 
 // i8key picks an int8-activation kernel. half marks the 4-bit kernels

@@ -31,10 +31,11 @@ func available() []*kernels {
 }
 
 var avx512Kernels = &kernels{
-	name: "avx512",
-	q4:   func(a qargs) { qcall(a, 4, q4BF16AVX512, q4F16AVX512) },
-	q8:   func(a qargs) { qcall(a, 8, q8BF16AVX512, q8F16AVX512) },
-	perm: 32,
+	name:  "avx512",
+	q4:    func(a qargs) { qcall(a, 4, q4BF16AVX512, q4F16AVX512) },
+	q8:    func(a qargs) { qcall(a, 8, q8BF16AVX512, q8F16AVX512) },
+	qrows: func(a qargs, bits int) bool { return quantRows(a, bits, avx512Rows) },
+	perm:  32,
 	dense: func(a dargs) {
 		denseCall(a, 16, [3]denseFn{denseF32AVX512, denseF16AVX512, denseBF16AVX512})
 	},
@@ -69,6 +70,13 @@ var avx512VNNIKernels = func() *kernels {
 		}
 		qcall(a, 4, q4BF16AVX512, q4F16AVX512)
 	}
+	k.qrows = func(a qargs, bits int) bool {
+		if fn := q4WideRows(a); bits == 4 && fn != nil {
+			qcallWideRows(a, fn)
+			return true
+		}
+		return quantRows(a, bits, avx512Rows)
+	}
 	// the int8 GEMM: 6×32 VPDPBUSD, blocks of up to 64, 4- and 8-bit
 	k.i8mr, k.i8nr, k.i8steps, k.i8gemm8, k.gemmI8 = 6, 32, 16, true, gemmI8VNNIKernel
 	k.quantI8 = func(x []float32, xq8, xq4 []int8, dv8, dv4 []float32, c4 int) {
@@ -91,10 +99,11 @@ var avx512VNNIKernels = func() *kernels {
 }()
 
 var avx2Kernels = &kernels{
-	name: "avx2",
-	q4:   func(a qargs) { qcall(a, 4, q4BF16AVX2, q4F16AVX2) },
-	q8:   func(a qargs) { qcall(a, 8, q8BF16AVX2, q8F16AVX2) },
-	perm: 16,
+	name:  "avx2",
+	q4:    func(a qargs) { qcall(a, 4, q4BF16AVX2, q4F16AVX2) },
+	q8:    func(a qargs) { qcall(a, 8, q8BF16AVX2, q8F16AVX2) },
+	qrows: func(a qargs, bits int) bool { return quantRows(a, bits, avx2Rows) },
+	perm:  16,
 	dense: func(a dargs) {
 		denseCall(a, 8, [3]denseFn{denseF32AVX2, denseF16AVX2, denseBF16AVX2})
 	},
@@ -200,6 +209,81 @@ func qcallWide(a qargs, fn qfn) {
 	}
 	fn(&a.w[0], (*uint16)(unsafe.Pointer(&a.scales[0])), (*uint16)(unsafe.Pointer(&a.biases[0])),
 		&a.x[0], &a.xsum[0], &a.out[0], a.rows, a.groups, cols/128)
+}
+
+type qrowsFn func(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, iters, xstride, sumstride, outstride int)
+
+// rowsKernels are one set's quantRows kernels by [inputs/2-1][bits/8]
+// [f16]; nil where the set has none.
+type rowsKernels [2][2][2]qrowsFn
+
+var (
+	avx512Rows = rowsKernels{
+		{{q4BF16AVX512x2, q4F16AVX512x2}, {q8BF16AVX512x2, q8F16AVX512x2}},
+		{{q4BF16AVX512x4, q4F16AVX512x4}, {q8BF16AVX512x4, q8F16AVX512x4}},
+	}
+	avx2Rows = rowsKernels{{{q4BF16AVX2x2, q4F16AVX2x2}, {q8BF16AVX2x2, q8F16AVX2x2}}}
+)
+
+// quantRows runs ks' quantRows kernel for a, or reports false where there
+// is none (2 or 4 inputs, 4 or 8 bits, groups of a multiple of 32).
+func quantRows(a qargs, bits int, ks rowsKernels) bool {
+	if (a.inputs != 2 && a.inputs != 4) || (bits != 4 && bits != 8) || a.group%32 != 0 {
+		return false
+	}
+	f16 := 0
+	if a.f16 {
+		f16 = 1
+	}
+	fn := ks[a.inputs/2-1][bits/8][f16]
+	if fn == nil {
+		return false
+	}
+	if a.rows == 0 {
+		return true
+	}
+	cols, last := a.groups*a.group, a.inputs-1
+	if a.xstride < cols || a.ostride < a.rows || len(a.x) < last*a.xstride+cols || len(a.xsum) < (last+1)*a.groups ||
+		len(a.out) < last*a.ostride+a.rows || len(a.scales) < 2*a.rows*a.groups || len(a.biases) < 2*a.rows*a.groups ||
+		len(a.w) != a.rows*cols*bits/8 {
+		panic("cpu: quantized kernel arguments do not fit the shape")
+	}
+	fn(&a.w[0], (*uint16)(unsafe.Pointer(&a.scales[0])), (*uint16)(unsafe.Pointer(&a.biases[0])),
+		&a.x[0], &a.xsum[0], &a.out[0], a.rows, a.groups, a.group/32, 4*a.xstride, 4*a.groups, 4*a.ostride)
+	return true
+}
+
+// q4WideRows is quantWideRows' kernel for a (q4Wide's shapes, 2 or 4
+// inputs), or nil.
+func q4WideRows(a qargs) qrowsFn {
+	if q4Wide(a) == nil || (a.inputs != 2 && a.inputs != 4) {
+		return nil
+	}
+	i := map[int]int{32: 0, 64: 1, 128: 2}[a.group]
+	if a.f16 {
+		i += 3
+	}
+	fns := [2][6]qrowsFn{
+		{q4W32BF16AVX512x2, q4W64BF16AVX512x2, q4W128BF16AVX512x2, q4W32F16AVX512x2, q4W64F16AVX512x2, q4W128F16AVX512x2},
+		{q4W32BF16AVX512x4, q4W64BF16AVX512x4, q4W128BF16AVX512x4, q4W32F16AVX512x4, q4W64F16AVX512x4, q4W128F16AVX512x4},
+	}
+	return fns[a.inputs/4][i]
+}
+
+// qcallWideRows checks the slices against a.inputs rows of the shape (the
+// last input row need only be as long as one row) and runs fn.
+func qcallWideRows(a qargs, fn qrowsFn) {
+	if a.rows == 0 {
+		return
+	}
+	cols, last := a.groups*a.group, a.inputs-1
+	if a.xstride < cols || a.ostride < a.rows || len(a.x) < last*a.xstride+cols || len(a.xsum) < (last+1)*a.groups ||
+		len(a.out) < last*a.ostride+a.rows || len(a.scales) < 2*a.rows*a.groups || len(a.biases) < 2*a.rows*a.groups ||
+		len(a.w) != a.rows*cols/2 {
+		panic("cpu: quantized kernel arguments do not fit the shape")
+	}
+	fn(&a.w[0], (*uint16)(unsafe.Pointer(&a.scales[0])), (*uint16)(unsafe.Pointer(&a.biases[0])),
+		&a.x[0], &a.xsum[0], &a.out[0], a.rows, a.groups, cols/128, 4*a.xstride, 4*a.groups, 4*a.ostride)
 }
 
 type deqFn func(w *byte, scales, biases *uint16, out *float32, groups, blocks int)
@@ -382,6 +466,78 @@ func q4W64F16AVX512(w *byte, scales, biases *uint16, x, xsum, out *float32, rows
 
 //go:noescape
 func q4W128F16AVX512(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, iters int)
+
+//go:noescape
+func q4W32BF16AVX512x2(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, iters, xstride, sumstride, outstride int)
+
+//go:noescape
+func q4W64BF16AVX512x2(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, iters, xstride, sumstride, outstride int)
+
+//go:noescape
+func q4W128BF16AVX512x2(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, iters, xstride, sumstride, outstride int)
+
+//go:noescape
+func q4W32F16AVX512x2(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, iters, xstride, sumstride, outstride int)
+
+//go:noescape
+func q4W64F16AVX512x2(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, iters, xstride, sumstride, outstride int)
+
+//go:noescape
+func q4W128F16AVX512x2(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, iters, xstride, sumstride, outstride int)
+
+//go:noescape
+func q4W32BF16AVX512x4(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, iters, xstride, sumstride, outstride int)
+
+//go:noescape
+func q4W64BF16AVX512x4(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, iters, xstride, sumstride, outstride int)
+
+//go:noescape
+func q4W128BF16AVX512x4(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, iters, xstride, sumstride, outstride int)
+
+//go:noescape
+func q4W32F16AVX512x4(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, iters, xstride, sumstride, outstride int)
+
+//go:noescape
+func q4W64F16AVX512x4(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, iters, xstride, sumstride, outstride int)
+
+//go:noescape
+func q4W128F16AVX512x4(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, iters, xstride, sumstride, outstride int)
+
+//go:noescape
+func q4BF16AVX512x2(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, blocks, xstride, sumstride, outstride int)
+
+//go:noescape
+func q4F16AVX512x2(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, blocks, xstride, sumstride, outstride int)
+
+//go:noescape
+func q8BF16AVX512x2(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, blocks, xstride, sumstride, outstride int)
+
+//go:noescape
+func q8F16AVX512x2(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, blocks, xstride, sumstride, outstride int)
+
+//go:noescape
+func q4BF16AVX512x4(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, blocks, xstride, sumstride, outstride int)
+
+//go:noescape
+func q4F16AVX512x4(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, blocks, xstride, sumstride, outstride int)
+
+//go:noescape
+func q8BF16AVX512x4(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, blocks, xstride, sumstride, outstride int)
+
+//go:noescape
+func q8F16AVX512x4(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, blocks, xstride, sumstride, outstride int)
+
+//go:noescape
+func q4BF16AVX2x2(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, blocks, xstride, sumstride, outstride int)
+
+//go:noescape
+func q4F16AVX2x2(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, blocks, xstride, sumstride, outstride int)
+
+//go:noescape
+func q8BF16AVX2x2(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, blocks, xstride, sumstride, outstride int)
+
+//go:noescape
+func q8F16AVX2x2(w *byte, scales, biases *uint16, x, xsum, out *float32, rows, groups, blocks, xstride, sumstride, outstride int)
 
 //go:noescape
 func q4I8G32BF16(w *byte, scales, biases *uint16, xq *int8, dv, xsum, out *float32, rows, chunks int)
