@@ -239,17 +239,7 @@ func quantRows(a qargs, bits int, ks rowsKernels) bool {
 	if fn == nil {
 		return false
 	}
-	if a.rows == 0 {
-		return true
-	}
-	cols, last := a.groups*a.group, a.inputs-1
-	if a.xstride < cols || a.ostride < a.rows || len(a.x) < last*a.xstride+cols || len(a.xsum) < (last+1)*a.groups ||
-		len(a.out) < last*a.ostride+a.rows || len(a.scales) < 2*a.rows*a.groups || len(a.biases) < 2*a.rows*a.groups ||
-		len(a.w) != a.rows*cols*bits/8 {
-		panic("cpu: quantized kernel arguments do not fit the shape")
-	}
-	fn(&a.w[0], (*uint16)(unsafe.Pointer(&a.scales[0])), (*uint16)(unsafe.Pointer(&a.biases[0])),
-		&a.x[0], &a.xsum[0], &a.out[0], a.rows, a.groups, a.group/32, 4*a.xstride, 4*a.groups, 4*a.ostride)
+	callRows(a, bits, a.group/32, fn)
 	return true
 }
 
@@ -270,20 +260,24 @@ func q4WideRows(a qargs) qrowsFn {
 	return fns[a.inputs/4][i]
 }
 
-// qcallWideRows checks the slices against a.inputs rows of the shape (the
-// last input row need only be as long as one row) and runs fn.
-func qcallWideRows(a qargs, fn qrowsFn) {
+// qcallWideRows runs a quantWideRows kernel (128 weights a step).
+func qcallWideRows(a qargs, fn qrowsFn) { callRows(a, 4, a.groups*a.group/128, fn) }
+
+// callRows checks the slices against a.inputs rows of the shape (the last
+// input row need only be as long as one row; the assembly trusts them)
+// and runs a several-rows kernel, which takes steps as its third count.
+func callRows(a qargs, bits, steps int, fn qrowsFn) {
 	if a.rows == 0 {
 		return
 	}
 	cols, last := a.groups*a.group, a.inputs-1
 	if a.xstride < cols || a.ostride < a.rows || len(a.x) < last*a.xstride+cols || len(a.xsum) < (last+1)*a.groups ||
 		len(a.out) < last*a.ostride+a.rows || len(a.scales) < 2*a.rows*a.groups || len(a.biases) < 2*a.rows*a.groups ||
-		len(a.w) != a.rows*cols/2 {
+		len(a.w) != a.rows*cols*bits/8 {
 		panic("cpu: quantized kernel arguments do not fit the shape")
 	}
 	fn(&a.w[0], (*uint16)(unsafe.Pointer(&a.scales[0])), (*uint16)(unsafe.Pointer(&a.biases[0])),
-		&a.x[0], &a.xsum[0], &a.out[0], a.rows, a.groups, cols/128, 4*a.xstride, 4*a.groups, 4*a.ostride)
+		&a.x[0], &a.xsum[0], &a.out[0], a.rows, a.groups, steps, 4*a.xstride, 4*a.groups, 4*a.ostride)
 }
 
 type deqFn func(w *byte, scales, biases *uint16, out *float32, groups, blocks int)
