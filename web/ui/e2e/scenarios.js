@@ -318,6 +318,7 @@ async function screenshot({ page, env }) {
 async function vision({ page, env }) {
   await ready(page, env.base);
   const model = (await page.locator('#model-button .model-id').innerText()).trim();
+  await seeded(page, 3); // as in hear: an unseeded answer may be empty
   await dropFiles(page, [{ path: env.image, type: 'image/png' }]);
   const chip = page.locator('#attachments .chip-image img');
   await chip.waitFor();
@@ -343,6 +344,7 @@ async function vision({ page, env }) {
 // not send it back.
 async function thinking({ page, w, env }) {
   await ready(page, env.base);
+  await seeded(page, 3); // as in hear: an unseeded thought may be empty
   await answered(page, () => send(page, 'Why is the sky blue?'));
   const reply = lastReply(page);
   assert.equal(await reply.locator('details.thinking').isVisible(), true, 'no Thinking block');
@@ -414,6 +416,9 @@ async function record({ page, w, env }) {
 async function hear({ page, env }) {
   await ready(page, env.base);
   const model = (await page.locator('#model-button .model-id').innerText()).trim();
+  // Seeded: the tiny model's random answer may otherwise be its end of
+  // turn at once, an empty reply (seed 3 gives text).
+  await seeded(page, 3);
   await dropFiles(page, [{ path: env.audio, type: 'audio/wav' }]);
   await page.locator('#attachments .chip-audio audio').waitFor();
   assert.equal(await page.locator('#notice:not([hidden])').count(), 0, `${model} takes audio, yet the page warns`);
