@@ -75,20 +75,6 @@ func argmax(x []float32) int32 {
 	return int32(best)
 }
 
-// margin is the gap between the largest logit and the next.
-func margin(x []float32) float64 {
-	a, b := math.Inf(-1), math.Inf(-1)
-	for _, v := range x {
-		switch f := float64(v); {
-		case f > a:
-			a, b = f, a
-		case f > b:
-			b = f
-		}
-	}
-	return a - b
-}
-
 // compare holds got to want: the same greedy ids and every logit within
 // tol; it returns the largest difference.
 func compare(t *testing.T, what string, got, want [][]float32, gotIDs, wantIDs []int32, tol float64) float64 {
@@ -106,7 +92,7 @@ func compare(t *testing.T, what string, got, want [][]float32, gotIDs, wantIDs [
 			worst = max(worst, d)
 		}
 		if gotIDs[step] != wantIDs[step] {
-			t.Fatalf("%s step %d: greedy id %d, want %d (reference margin %.3g)", what, step, gotIDs[step], wantIDs[step], margin(want[step]))
+			t.Fatalf("%s step %d: greedy id %d, want %d (reference margin %.3g)", what, step, gotIDs[step], wantIDs[step], testmodels.Margin(want[step]))
 		}
 	}
 	return worst

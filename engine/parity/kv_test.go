@@ -2,7 +2,6 @@ package parity
 
 import (
 	"context"
-	"math"
 	"testing"
 
 	"hearth/engine"
@@ -89,19 +88,10 @@ func checkKV(t *testing.T, e testmodels.Entry, opt engine.Options, tol float64) 
 	}
 	worst, free := 0.0, 0
 	for step, want := range g.Logits {
-		if len(logits) != len(want) {
-			t.Fatalf("step %d: %d logits, want %d", step, len(logits), len(want))
-		}
-		for i := range want {
-			d := math.Abs(float64(logits[i] - want[i]))
-			if !(d <= tol) {
-				t.Fatalf("step %d: logit[%d] = %v, want %v (|Δ| %.3g > %.3g)", step, i, logits[i], want[i], d, tol)
-			}
-			worst = max(worst, d)
-		}
-		if margin(want) > 2*tol {
+		worst = max(worst, testmodels.CheckStep(t, step, logits, want, tol))
+		if testmodels.Margin(want) > 2*tol {
 			if id := argmax(logits); id != g.GreedyIDs[step] {
-				t.Fatalf("step %d: greedy id %d, want %d (oracle margin %.3g)", step, id, g.GreedyIDs[step], margin(want))
+				t.Fatalf("step %d: greedy id %d, want %d (oracle margin %.3g)", step, id, g.GreedyIDs[step], testmodels.Margin(want))
 			}
 		} else {
 			free++
@@ -113,18 +103,4 @@ func checkKV(t *testing.T, e testmodels.Entry, opt engine.Options, tol float64) 
 		}
 	}
 	t.Logf("%s kv %v: %d steps, max |Δlogit| %.3g (tolerance %.3g), %d steps with an oracle margin too small to hold the id", e.Name, opt.KV, len(g.Logits), worst, tol, free)
-}
-
-// margin is the best logit's lead over the second best.
-func margin(x []float32) float64 {
-	a, b := math.Inf(-1), math.Inf(-1)
-	for _, v := range x {
-		switch f := float64(v); {
-		case f > a:
-			a, b = f, a
-		case f > b:
-			b = f
-		}
-	}
-	return a - b
 }

@@ -6,7 +6,6 @@ package parity
 
 import (
 	"context"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,16 +72,7 @@ func checkDir(t *testing.T, e testmodels.Entry, dir string, opt engine.Options) 
 	tol := e.Tolerance.MaxAbsLogit
 	worst := 0.0
 	for step, want := range g.Logits {
-		if len(logits) != len(want) {
-			t.Fatalf("step %d: %d logits, want %d", step, len(logits), len(want))
-		}
-		for i := range want {
-			d := math.Abs(float64(logits[i] - want[i]))
-			if !(d <= tol) {
-				t.Fatalf("step %d: logit[%d] = %v, want %v (|Δ| %.3g > %.3g)", step, i, logits[i], want[i], d, tol)
-			}
-			worst = max(worst, d)
-		}
+		worst = max(worst, testmodels.CheckStep(t, step, logits, want, tol))
 		id := argmax(logits)
 		if id != g.GreedyIDs[step] {
 			t.Fatalf("step %d: greedy id %d, want %d", step, id, g.GreedyIDs[step])

@@ -2,7 +2,6 @@ package gpu_test
 
 import (
 	"context"
-	"math"
 	"testing"
 
 	"hearth/engine/backend/gpu"
@@ -72,17 +71,8 @@ func checkKVEntry(t *testing.T, e testmodels.Entry, b *gpu.Backend, kv tensor.KV
 	tol := kvTolerance(kv, e.Name)
 	worst := 0.0
 	for step, want := range g.Logits {
-		if len(logits) != len(want) {
-			t.Fatalf("step %d: %d logits, want %d", step, len(logits), len(want))
-		}
-		for i := range want {
-			d := math.Abs(float64(logits[i] - want[i]))
-			if !(d <= tol) {
-				t.Fatalf("step %d: logit[%d] = %v, want %v (|Δ| %.3g > %.3g)", step, i, logits[i], want[i], d, tol)
-			}
-			worst = max(worst, d)
-		}
-		if top2Margin(want) > 2*tol {
+		worst = max(worst, testmodels.CheckStep(t, step, logits, want, tol))
+		if testmodels.Margin(want) > 2*tol {
 			if id := argmax(logits); id != g.GreedyIDs[step] {
 				t.Fatalf("step %d: greedy id %d, want %d", step, id, g.GreedyIDs[step])
 			}
@@ -94,18 +84,4 @@ func checkKVEntry(t *testing.T, e testmodels.Entry, b *gpu.Backend, kv tensor.KV
 		}
 	}
 	t.Logf("%s kv %v: %d steps, max |Δlogit| %.3g (tolerance %.3g)", e.Name, kv, len(g.Logits), worst, tol)
-}
-
-// top2Margin is the best logit's lead over the second best.
-func top2Margin(x []float32) float64 {
-	a, b := math.Inf(-1), math.Inf(-1)
-	for _, v := range x {
-		switch f := float64(v); {
-		case f > a:
-			a, b = f, a
-		case f > b:
-			b = f
-		}
-	}
-	return a - b
 }
