@@ -129,6 +129,19 @@ func TestDecodeAllocs(t *testing.T) {
 					if allocs != 0 {
 						t.Errorf("a decode step allocates %v times, want 0", allocs)
 					}
+					// four rows at once: the several-rows kernels (a batched
+					// step, a speculative verify) allocate nothing either
+					g, out = d.graph(b, []int32{9, 2, 6, 5}, 5)
+					if err := b.Run(ctx, g, out); err != nil {
+						t.Fatal(err)
+					}
+					if allocs := testing.AllocsPerRun(20, func() {
+						if err := b.Run(ctx, g, out); err != nil {
+							t.Fatal(err)
+						}
+					}); allocs != 0 {
+						t.Errorf("a four-row step allocates %v times, want 0", allocs)
+					}
 				})
 			}
 		}

@@ -249,7 +249,13 @@ func q4WideRows(a qargs) qrowsFn {
 	if q4Wide(a) == nil || (a.inputs != 2 && a.inputs != 4) {
 		return nil
 	}
-	i := map[int]int{32: 0, 64: 1, 128: 2}[a.group]
+	i := 0 // by group size: 32, 64, 128 (q4Wide took no other)
+	switch a.group {
+	case 64:
+		i = 1
+	case 128:
+		i = 2
+	}
 	if a.f16 {
 		i += 3
 	}
