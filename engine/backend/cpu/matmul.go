@@ -79,9 +79,11 @@ func (b *Backend) rowsTogetherWin(m int, mats []*mat) bool {
 	if b.int8 || b.k.qrows == nil || m >= b.k.nr {
 		return false
 	}
+	// every weight on a SIMD kernel, as the matrix–vector loop would find
+	// them (its input summed per group of the first weight)
+	t := mvTask{b: b, gs: mats[0].group}
 	for _, w := range mats {
-		if !w.quant || (w.bits != 4 && w.bits != 8) || w.group%32 != 0 || w.group != mats[0].group ||
-			(w.sdt != tensor.BF16 && w.sdt != tensor.F16) {
+		if !w.quant || t.quantKernel(w) == nil {
 			return false
 		}
 	}
